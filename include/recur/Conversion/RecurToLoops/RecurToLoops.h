@@ -1,0 +1,26 @@
+//===- RecurToLoops.h - scalar reference lowering ---------------*- C++ -*-===//
+//
+// Part of the Recur project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RECUR_CONVERSION_RECURTOLOOPS_RECURTOLOOPS_H
+#define RECUR_CONVERSION_RECURTOLOOPS_RECURTOLOOPS_H
+
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+class RewritePatternSet;
+
+namespace recur {
+
+#define GEN_PASS_DECL_CONVERTRECURTOLOOPS
+#include "recur/Conversion/Passes.h.inc"
+
+/// Adds the patterns that lower recur ops to scalar scf loops.
+void populateRecurToLoopsPatterns(RewritePatternSet &patterns);
+
+} // namespace recur
+} // namespace mlir
+
+#endif // RECUR_CONVERSION_RECURTOLOOPS_RECURTOLOOPS_H

@@ -1,0 +1,27 @@
+//===- Pipelines.h - recur pass pipelines -----------------------*- C++ -*-===//
+//
+// Part of the Recur project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RECUR_TARGET_PIPELINES_H
+#define RECUR_TARGET_PIPELINES_H
+
+namespace mlir {
+class OpPassManager;
+
+namespace recur {
+
+/// recur -> scalar loops (RecurToLoops) -> bufferized memrefs -> LLVM dialect.
+/// The result runs under mlir-runner or the ExecutionEngine; it is the
+/// correctness reference, not a fast path.
+void buildReferenceLoweringPipeline(OpPassManager &pm);
+
+/// Registers the pipelines above with the pass registry
+/// (`--recur-reference-to-llvm`).
+void registerRecurPipelines();
+
+} // namespace recur
+} // namespace mlir
+
+#endif // RECUR_TARGET_PIPELINES_H

@@ -1,0 +1,41 @@
+# -*- Python -*-
+# lit configuration for the Recur regression suite.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "RECUR"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.recur_obj_root, "test")
+# Inputs/ holds fixtures that tests feed to tools; unit/ is run by its own
+# lit.cfg.py through the GoogleTest format.
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+
+# FileCheck is strict everywhere: variables are scoped to a CHECK-LABEL block
+# and every prefix a RUN line names must be used.
+config.environment["FILECHECK_OPTS"] = (
+    "-enable-var-scope --allow-unused-prefixes=false"
+)
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+runner_libs = ",".join(
+    os.path.join(config.llvm_lib_dir, lib)
+    for lib in ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so")
+)
+config.substitutions.append(("%mlir_runner_libs", runner_libs))
+config.substitutions.append(("%recur_src_root", config.recur_src_root))
+
+tools = [
+    ToolSubst("recur-opt", unresolved="fatal"),
+    ToolSubst("mlir-runner", unresolved="fatal"),
+]
+llvm_config.add_tool_substitutions(
+    tools, [config.recur_tools_dir, config.llvm_tools_dir]
+)
