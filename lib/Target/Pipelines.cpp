@@ -23,6 +23,7 @@ void mlir::recur::buildReferenceLoweringPipeline(OpPassManager &pm) {
       "one-shot-bufferize{bufferize-function-boundaries},"
       "buffer-deallocation-pipeline,"
       "convert-bufferization-to-memref,"
+      "convert-linalg-to-loops,"
       "convert-scf-to-cf,"
       "expand-strided-metadata,"
       "lower-affine,"

@@ -40,8 +40,13 @@ namespace {
 SmallVector<Value> dimSizes(OpBuilder &b, Location loc, Value tensor) {
   auto type = cast<RankedTensorType>(tensor.getType());
   SmallVector<Value> sizes;
-  for (int64_t i = 0, e = type.getRank(); i < e; ++i)
-    sizes.push_back(tensor::DimOp::create(b, loc, tensor, i).getResult());
+  for (int64_t i = 0, e = type.getRank(); i < e; ++i) {
+    int64_t size = type.getDimSize(i);
+    sizes.push_back(
+        ShapedType::isDynamic(size)
+            ? tensor::DimOp::create(b, loc, tensor, i).getResult()
+            : arith::ConstantIndexOp::create(b, loc, size).getResult());
+  }
   return sizes;
 }
 

@@ -1,0 +1,62 @@
+// RUN: recur-opt %s --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+
+// Complex recurrences (GateLoop's transitions) in f64 through the reference
+// lowering, checked against values worked out by hand.
+
+// Prints "re im" for every element of a 1-D complex tensor.
+func.func @print_complex(%t: tensor<?xcomplex<f64>>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %t, %c0 : tensor<?xcomplex<f64>>
+  scf.for %i = %c0 to %n step %c1 {
+    %z = tensor.extract %t[%i] : tensor<?xcomplex<f64>>
+    %re = complex.re %z : complex<f64>
+    %im = complex.im %z : complex<f64>
+    vector.print %re : f64 punctuation <comma>
+    vector.print %im : f64
+  }
+  return
+}
+
+func.func @main() {
+  // A rotation: a = i, b = 1, h_{-1} = 0:
+  //   h0 = 1, h1 = i*1 + 1 = 1+i, h2 = i(1+i) + 1 = i, h3 = i*i + 1 = 0.
+  %a = complex.constant [0.0 : f64, 1.0 : f64] : complex<f64>
+  %b = complex.constant [1.0 : f64, 0.0 : f64] : complex<f64>
+  %as = tensor.splat %a : tensor<4xcomplex<f64>>
+  %bs = tensor.splat %b : tensor<4xcomplex<f64>>
+  %h, %last = recur.linear_scan %as, %bs along 0
+      : tensor<4xcomplex<f64>>, tensor<4xcomplex<f64>>
+  // CHECK: 1, 0
+  // CHECK-NEXT: 1, 1
+  // CHECK-NEXT: 0, 1
+  // CHECK-NEXT: 0, 0
+  %hd = tensor.cast %h : tensor<4xcomplex<f64>> to tensor<?xcomplex<f64>>
+  call @print_complex(%hd) : (tensor<?xcomplex<f64>>) -> ()
+
+  // A real decay 0.5 of a complex state from init 4 - 2i with b = 2i:
+  //   h0 = 2 - i + 2i = 2 + i, h1 = 1 + 0.5i + 2i = 1 + 2.5i,
+  //   h2 = 0.5 + 1.25i + 2i = 0.5 + 3.25i.
+  %ra = arith.constant dense<0.5> : tensor<3xf64>
+  %rb0 = complex.constant [0.0 : f64, 2.0 : f64] : complex<f64>
+  %rb = tensor.splat %rb0 : tensor<3xcomplex<f64>>
+  %init0 = complex.constant [4.0 : f64, -2.0 : f64] : complex<f64>
+  %init = tensor.splat %init0 : tensor<complex<f64>>
+  %rh, %rlast = recur.linear_scan %ra, %rb init(%init : tensor<complex<f64>>)
+      along 0 : tensor<3xf64>, tensor<3xcomplex<f64>>
+  // CHECK: 2, 1
+  // CHECK-NEXT: 1, 2.5
+  // CHECK-NEXT: 0.5, 3.25
+  %rhd = tensor.cast %rh : tensor<3xcomplex<f64>> to tensor<?xcomplex<f64>>
+  call @print_complex(%rhd) : (tensor<?xcomplex<f64>>) -> ()
+  // The final state is h2.
+  // CHECK-NEXT: 0.5, 3.25
+  %c0 = arith.constant 0 : index
+  %rl0 = tensor.extract %rlast[] : tensor<complex<f64>>
+  %rl = tensor.from_elements %rl0 : tensor<1xcomplex<f64>>
+  %rld = tensor.cast %rl : tensor<1xcomplex<f64>> to tensor<?xcomplex<f64>>
+  call @print_complex(%rld) : (tensor<?xcomplex<f64>>) -> ()
+  return
+}
