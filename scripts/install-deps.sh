@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22
   libclang-rt-22-dev libomp-22-dev ninja-build cmake
-  libgtest-dev python3
+  libgtest-dev python3 clang-format-22
 )
 
 missing=()

@@ -1,0 +1,51 @@
+# Recur: the two set-up commands are `make demo` and `make test`.
+# Both install missing dependencies first (scripts/install-deps.sh) and build
+# into build/, with the tools in build/bin/.
+
+LLVM_PREFIX ?= /usr/lib/llvm-22
+BUILD_DIR   ?= build
+ASAN_DIR    ?= build-asan
+CMAKE_FLAGS  = -G Ninja \
+               -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+               -DMLIR_DIR=$(LLVM_PREFIX)/lib/cmake/mlir
+
+.PHONY: all deps build test demo test-asan docs format clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD_DIR)/build.ninja:
+	cmake -S . -B $(BUILD_DIR) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Release
+
+$(ASAN_DIR)/build.ninja:
+	cmake -S . -B $(ASAN_DIR) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DRECUR_ENABLE_SANITIZERS=ON
+
+build: deps $(BUILD_DIR)/build.ninja
+	ninja -C $(BUILD_DIR)
+
+# lit (dialect, conversion, integration, lint) + GoogleTest unit tests.
+test: build
+	ninja -C $(BUILD_DIR) check-recur
+
+# Compiles and runs the built-in example and explains what it printed.
+demo: build
+	@bash scripts/demo.sh $(BUILD_DIR)
+
+# The whole suite again with the project's own code under ASan + UBSan.
+test-asan: deps $(ASAN_DIR)/build.ninja
+	ninja -C $(ASAN_DIR) check-recur
+
+# Generated op and pass reference (build/docs/Recur/*.md).
+docs: build
+	ninja -C $(BUILD_DIR) mlir-doc
+	@echo "docs: $(BUILD_DIR)/docs/Recur/"
+
+format:
+	find dialects include lib tools test/unit \( -name '*.cpp' -o -name '*.h' \) \
+	  | xargs clang-format-22 -i
+
+clean:
+	rm -rf $(BUILD_DIR) $(ASAN_DIR)
