@@ -1,0 +1,49 @@
+//===- MLIRGen.h - Recur specs to recur IR ----------------------*- C++ -*-===//
+//
+// Part of the Recur project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RECUR_FRONTEND_MLIRGEN_H
+#define RECUR_FRONTEND_MLIRGEN_H
+
+#include "recur/Frontend/AST.h"
+#include "recur/Frontend/Diagnostics.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <map>
+#include <string>
+
+namespace mlir {
+class MLIRContext;
+} // namespace mlir
+
+namespace recur::frontend {
+
+struct CompileOptions {
+  /// The layer to compile; empty compiles every layer in the file.
+  std::string layer;
+  /// `-D NAME=VALUE` overrides of compile-time dims, with where they came
+  /// from for diagnostics.
+  std::map<std::string, int64_t> defines;
+};
+
+/// Checks `module` (names, symbolic shapes, dtypes, state and parameter use)
+/// and emits one `func.func` per layer in recur IR. Checking and emission are
+/// one walk, so that functions, which are generic over shapes, are checked
+/// at each call with its argument types. Returns null after reporting every
+/// error it found; otherwise the returned module verifies.
+mlir::OwningOpRef<mlir::ModuleOp> emitModule(const Module &module,
+                                             mlir::MLIRContext &context,
+                                             const CompileOptions &options,
+                                             DiagnosticEngine &diags,
+                                             llvm::StringRef fileName);
+
+/// Registers the dialects the emitted IR uses.
+void loadFrontendDialects(mlir::MLIRContext &context);
+
+} // namespace recur::frontend
+
+#endif // RECUR_FRONTEND_MLIRGEN_H
