@@ -605,7 +605,7 @@ TV Generator::genBuiltin(const CallExpr &call, bool &handled) {
           [](OpBuilder &, Location, ValueRange v) { return v[0]; });
       return out;
     }
-    const Dim &h = shape[rank - 3], &dh = shape[rank - 1];
+    Dim h = shape[rank - 3], dh = shape[rank - 1];
     if (h.isRuntime() || dh.isRuntime()) {
       error(args.range(0), "'merge_heads' needs compile-time heads and head "
                            "width; got " +
