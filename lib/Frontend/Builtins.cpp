@@ -632,6 +632,80 @@ TV Generator::genBuiltin(const CallExpr &call, bool &handled) {
     return out;
   }
 
+  if (name == "concat") {
+    if (!args.check(2, SIZE_MAX, {"axis"}))
+      return TV();
+    std::vector<TV> parts;
+    for (size_t i = 0; i < args.size(); ++i) {
+      parts.push_back(args.tensor(i));
+      if (!parts.back().ok())
+        return TV();
+    }
+    const SpecType &first = parts.front().type;
+    if (!args.kw("axis")) {
+      error(at, "'concat' needs 'axis=' (the dimension to join along)");
+      return TV();
+    }
+    std::optional<int64_t> axis = resolveAxis(*args.kw("axis"), first);
+    if (!axis)
+      return TV();
+    // The joined dimension is compile-time unless exactly one part has a
+    // runtime size there and every other part is compile-time.
+    int64_t total = 0;
+    std::optional<Dim> runtime;
+    for (auto [i, p] : llvm::enumerate(parts)) {
+      bool same = p.type.rank() == first.rank() && p.type.dtype == first.dtype;
+      for (int64_t d = 0; same && d < first.rank(); ++d)
+        same = d == *axis || p.type.shape[d] == first.shape[d];
+      if (!same) {
+        error(args.range(i), "'concat' parts must agree in all but the axis: " +
+                                 p.type.str() + " vs " + first.str());
+        return TV();
+      }
+      const Dim &d = p.type.shape[*axis];
+      if (d.isRuntime()) {
+        if (runtime) {
+          error(args.range(i), "'concat' can join at most one part of runtime "
+                               "size along the axis");
+          return TV();
+        }
+        runtime = d;
+      } else {
+        total += d.size;
+      }
+    }
+    if (runtime && total != 0) {
+      error(at, "'concat' of a runtime-sized part with other parts would "
+                "have a size the language cannot name; give the runtime dim "
+                "a value with -D or 'dim ... = ...'");
+      return TV();
+    }
+    std::vector<Dim> shape = first.shape;
+    shape[*axis] = runtime ? *runtime : Dim::constant(total);
+    SpecType resultType = SpecType::tensor(first.dtype, shape);
+    Value acc = emptyTensor(resultType);
+    int64_t offset = 0;
+    for (const TV &p : parts) {
+      int64_t r = p.type.rank();
+      SmallVector<OpFoldResult> offsets(r, builder.getIndexAttr(0)), sizes,
+          strides(r, builder.getIndexAttr(1));
+      offsets[*axis] = builder.getIndexAttr(offset);
+      for (int64_t d = 0; d < r; ++d) {
+        const Dim &dim = p.type.shape[d];
+        sizes.push_back(dim.isRuntime()
+                            ? OpFoldResult(runtimeDimValues.lookup(dim.symbol))
+                            : OpFoldResult(builder.getIndexAttr(dim.size)));
+      }
+      acc = tensor::InsertSliceOp::create(builder, l, p.value, acc, offsets,
+                                          sizes, strides);
+      offset += p.type.shape[*axis].isRuntime() ? 0 : p.type.shape[*axis].size;
+    }
+    TV out;
+    out.type = resultType;
+    out.value = acc;
+    return out;
+  }
+
   bool recurHandled = false;
   TV r = genRecurBuiltin(call, recurHandled);
   handled = recurHandled;
