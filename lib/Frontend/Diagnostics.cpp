@@ -13,6 +13,18 @@ using namespace recur::frontend;
 void DiagnosticEngine::print(llvm::SMRange range,
                              llvm::SourceMgr::DiagKind kind,
                              const llvm::Twine &message) {
+  // Errors about the spec as a whole (no layer of that name, a bad -D)
+  // carry no location: name the file instead of printing "<unknown>:0".
+  if (!range.Start.isValid()) {
+    llvm::StringRef file =
+        sourceMgr.getNumBuffers()
+            ? sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())
+                  ->getBufferIdentifier()
+            : "recurc";
+    sourceMgr.PrintMessage(llvm::errs(),
+                           llvm::SMDiagnostic(file, kind, message.str()));
+    return;
+  }
   // A zero-width range gets the caret alone; a wider one is underlined.
   llvm::SmallVector<llvm::SMRange, 1> ranges;
   if (range.Start.isValid() && range.End.isValid() &&

@@ -23,7 +23,7 @@ def Recur_Dialect : Dialect {
     sparse expert routing. Every op works on ranked tensors; the time axis and
     the window semantics are attributes, fixed exactly in each op's
     description, in the float64 oracle and in the scalar reference lowering
-    (`--recur-to-loops`).
+    (`--convert-recur-to-loops`).
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -3,7 +3,7 @@
 // Part of the Recur project.
 //
 // Every verifier message here has a matching expected-error in
-// test/Dialect/Recur/invalid.mlir.
+// test/Dialect/Recur/invalid.mlir; test/lint/verifier-coverage.test checks it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -248,7 +248,10 @@ LogicalResult ScanOp::verifyRegions() {
       return emitOpError("combine region argument #")
              << i << " has type " << arg.getType() << ", expected " << elem;
   }
-  auto yield = cast<YieldOp>(block.getTerminator());
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return emitOpError("combine region must end with 'recur.yield', got '")
+           << block.getTerminator()->getName() << "'";
   if (yield.getValues().size() != n)
     return emitOpError("combine region must yield ")
            << n << " values, got " << yield.getValues().size();
@@ -631,8 +634,8 @@ LogicalResult BlockRecurrenceOp::verify() {
     int64_t n = type.getDimSize(axis);
     if (!dimsCompatible(n, length))
       return emitOpError("input #")
-             << i << " has " << n << " positions along 'axis', the inputs "
-             << "before it " << length;
+             << i << " has " << n << " positions along 'axis', but the "
+             << "inputs before it have " << length;
     if (isStatic(n))
       length = n;
   }
@@ -688,7 +691,10 @@ LogicalResult BlockRecurrenceOp::verifyRegions() {
   for (Value output : getOutputs())
     expectedYield.push_back(blockTypeOf(output.getType(), axis, blockSize));
   llvm::append_range(expectedYield, getInits().getTypes());
-  auto yield = cast<YieldOp>(body.getTerminator());
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError("body must end with 'recur.yield', got '")
+           << body.getTerminator()->getName() << "'";
   if (yield.getValues().size() != expectedYield.size())
     return emitOpError("body must yield ")
            << expectedYield.size()
@@ -734,6 +740,10 @@ LogicalResult MemoryUpdateOp::verify() {
   auto memType = cast<RankedTensorType>(getMemory().getType());
   auto newType = cast<RankedTensorType>(getNewStates().getType());
   int64_t axis = getAxisAttr().getInt();
+  if (axis < 0 || axis >= memType.getRank())
+    return emitOpError("'axis' ")
+           << axis << " is out of range for 'memory' of rank "
+           << memType.getRank();
   if (!shapesCompatibleExcept(newType.getShape(), memType.getShape(), axis))
     return emitOpError("'new_states' shape ")
            << shapeStr(newType.getShape()) << " must match 'memory' shape "
@@ -811,7 +821,10 @@ LogicalResult DepthLoopOp::verifyRegions() {
       return emitOpError("body argument #")
              << i + 1 << " has type " << arg.getType() << ", expected "
              << init.getType();
-  auto yield = cast<YieldOp>(body.getTerminator());
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError("body must end with 'recur.yield', got '")
+           << body.getTerminator()->getName() << "'";
   if (yield.getValues().size() != n)
     return emitOpError("body must yield ")
            << n << " carried values, got " << yield.getValues().size();
@@ -837,8 +850,13 @@ LogicalResult RouteTopKOp::inferReturnTypes(
   if (probs.getRank() < 1)
     return emitOptionalError(location,
                              "'probs' must have an experts dimension");
-  SmallVector<int64_t> shape =
-      replaceTail(probs.getShape(), 1, {kAttr.getInt()});
+  // A non-positive `k` would make a result type with a negative dimension.
+  int64_t k = kAttr.getInt(), experts = probs.getShape().back();
+  if (k < 1)
+    return emitOptionalError(location, "'k' (", k, ") must be in [1, ",
+                             shapeStr({experts}), "] for ", shapeStr({experts}),
+                             " experts");
+  SmallVector<int64_t> shape = replaceTail(probs.getShape(), 1, {k});
   inferredReturnTypes.push_back(
       RankedTensorType::get(shape, probs.getElementType()));
   inferredReturnTypes.push_back(
@@ -848,6 +866,8 @@ LogicalResult RouteTopKOp::inferReturnTypes(
 
 LogicalResult RouteTopKOp::verify() {
   auto probs = cast<RankedTensorType>(getProbs().getType());
+  if (probs.getRank() < 1)
+    return emitOpError("'probs' must have an experts dimension");
   int64_t k = getKAttr().getInt();
   int64_t experts = probs.getShape().back();
   if (k < 1 || (isStatic(experts) && k > experts))

@@ -148,7 +148,9 @@ def Recur_GatedLinearAttentionOp : Recur_Op<"gated_linear_attention",
     `algorithm` chooses the evaluation: `recurrent` (the loop above),
     `chunked` (intra-chunk matmuls with decays taken in log space relative to
     the chunk start, and an inter-chunk state recurrence) or `auto` (chosen
-    from the shapes). `chunk_size` overrides the chunk length.
+    from the shapes). `chunk_size` overrides the chunk length of the chunked
+    algorithm (and of `auto` when it picks chunked); it is an error with
+    `recurrent`.
 
     ```mlir
     %y, %S = recur.gated_linear_attention %q, %k, %v, %a
