@@ -9,7 +9,7 @@ from lit.llvm.subst import ToolSubst
 
 config.name = "RECUR"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir", ".test"]
+config.suffixes = [".mlir", ".test", ".recur"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.recur_obj_root, "test")
 # Inputs/ holds fixtures that tests feed to tools; unit/ is run by its own
@@ -31,9 +31,13 @@ runner_libs = ",".join(
 )
 config.substitutions.append(("%mlir_runner_libs", runner_libs))
 config.substitutions.append(("%recur_src_root", config.recur_src_root))
+config.substitutions.append(("%recur_tools_dir", config.recur_tools_dir))
+config.substitutions.append(("%llvm_tools_dir", config.llvm_tools_dir))
+config.substitutions.append(("%llvm_lib_dir", config.llvm_lib_dir))
 
 tools = [
     ToolSubst("recur-opt", unresolved="fatal"),
+    ToolSubst("recurc", unresolved="fatal"),
     ToolSubst("mlir-runner", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(

@@ -66,9 +66,11 @@ public:
   TV genRecurBuiltin(const CallExpr &call, bool &handled);
   /// Runs a statement list in a new scope that sees `params`; returns the
   /// values of its closing `return`, or nothing after an error.
+  /// A function body (`isolated`) sees only its parameters and the layer's
+  /// dims; a `do` body also sees the names bound around it.
   std::optional<std::vector<TV>>
   genBody(const Body &body, llvm::ArrayRef<TV> params, llvm::SMRange callRange,
-          llvm::StringRef what);
+          llvm::StringRef what, bool isolated = false);
 
   mlir::Type mlirElementType(DType dtype);
   mlir::RankedTensorType mlirType(const SpecType &type);

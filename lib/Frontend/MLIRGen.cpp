@@ -269,11 +269,11 @@ bool Generator::genLayer(const LayerDecl &layer, ModuleOp out) {
                               llvm::Twine(define->second) +
                               ": a dimension must be positive");
       dims[decl.name] = Dim::constant(define->second);
+      dims[decl.name].name = decl.name;
     } else if (decl.value) {
-      if (std::optional<Dim> d = evalDim(*decl.value))
-        dims[decl.name] = *d;
-      else
-        dims[decl.name] = Dim::constant(1);
+      std::optional<Dim> d = evalDim(*decl.value);
+      dims[decl.name] = d ? Dim::constant(d->size) : Dim::constant(1);
+      dims[decl.name].name = decl.name;
     } else {
       dims[decl.name] = Dim::runtime(decl.name);
     }
@@ -545,7 +545,8 @@ void Generator::genStmt(const Stmt &stmt, const LayerDecl *layer) {
 
 std::optional<std::vector<TV>>
 Generator::genBody(const Body &body, llvm::ArrayRef<TV> params,
-                   llvm::SMRange callRange, llvm::StringRef what) {
+                   llvm::SMRange callRange, llvm::StringRef what,
+                   bool isolated) {
   if (params.size() != body.params.size()) {
     error(callRange, what + " takes " + llvm::Twine(body.params.size()) +
                          " parameter" + (body.params.size() == 1 ? "" : "s") +
@@ -559,6 +560,10 @@ Generator::genBody(const Body &body, llvm::ArrayRef<TV> params,
     return std::nullopt;
   }
   ++inlineDepth;
+  // Functions are lexically scoped: the caller's names are out of sight.
+  std::vector<llvm::StringMap<std::pair<TV, llvm::SMRange>>> callerScopes;
+  if (isolated)
+    std::swap(callerScopes, scopes);
   scopes.emplace_back();
   unsigned errorsBefore = diags.getNumErrors();
   for (auto [param, value] : llvm::zip_equal(body.params, params))
@@ -588,6 +593,8 @@ Generator::genBody(const Body &body, llvm::ArrayRef<TV> params,
     genStmt(*stmt, nullptr);
   }
   scopes.pop_back();
+  if (isolated)
+    std::swap(callerScopes, scopes);
   --inlineDepth;
   if (!result && diags.getNumErrors() == errorsBefore) {
     error(body.range, what + " must end with 'return'");
@@ -1057,9 +1064,16 @@ std::optional<int64_t> Generator::resolveAxis(const Expr &arg,
                                 "' given as an axis");
       return std::nullopt;
     }
+    // Match by name first; a compile-time dim may share its size with
+    // another, and only then does the size decide.
+    bool byName = llvm::any_of(type.shape, [&](const Dim &d) {
+      return d.symbol == name->name || d.name == name->name;
+    });
     std::optional<int64_t> found;
     for (auto [i, d] : llvm::enumerate(type.shape)) {
-      if (d != it->second)
+      bool match = byName ? d.symbol == name->name || d.name == name->name
+                          : d == it->second;
+      if (!match)
         continue;
       if (found) {
         error(arg.getRange(), "axis '" + name->name + "' is ambiguous: " +
@@ -1303,7 +1317,7 @@ TV Generator::genCall(const CallExpr &call) {
     }
     std::optional<std::vector<TV>> results =
         genBody(fn->second->body, args, call.getRange(),
-                "function '" + call.callee + "'");
+                "function '" + call.callee + "'", /*isolated=*/true);
     if (!results)
       return TV();
     if (results->size() == 1)

@@ -317,7 +317,8 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
     {
       OpBuilder::InsertionGuard guard(builder);
       builder.setInsertionPointToStart(block);
-      results = genBody(*body, params, at, what);
+      results = genBody(*body, params, at, what,
+                        /*isolated=*/body != callExpr.body.get());
       if (!results)
         return TV();
       if (results->size() != n) {

@@ -31,9 +31,15 @@ std::optional<DType> complexOf(DType dtype);
 struct Dim {
   int64_t size = 0;
   std::string symbol; // non-empty for a runtime dimension
+  /// The declared name of a compile-time dim (`D`), kept so that `axis=D`
+  /// finds it even where another dim has the same size; not part of
+  /// equality, which compares sizes.
+  std::string name;
 
-  static Dim constant(int64_t size) { return Dim{size, {}}; }
-  static Dim runtime(std::string symbol) { return Dim{0, std::move(symbol)}; }
+  static Dim constant(int64_t size) { return Dim{size, {}, {}}; }
+  static Dim runtime(std::string symbol) {
+    return Dim{0, std::move(symbol), {}};
+  }
   bool isRuntime() const { return !symbol.empty(); }
   bool operator==(const Dim &other) const {
     return isRuntime() ? symbol == other.symbol
