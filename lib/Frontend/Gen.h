@@ -17,6 +17,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <functional>
 #include <optional>
@@ -156,6 +157,8 @@ private:
   llvm::StringMap<const TensorDecl *> tensorDecls;
   llvm::StringMap<TV> nextStates;
   llvm::StringMap<TV> outputs;
+  /// The -D names some compiled layer declares.
+  llvm::StringSet<> usedDefines;
   unsigned inlineDepth = 0;
 };
 

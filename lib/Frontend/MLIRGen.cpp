@@ -99,6 +99,17 @@ OwningOpRef<ModuleOp> Generator::run() {
                                "' in the spec" +
                                (names.empty() ? "" : "; it defines " + names));
   }
+  // A -D that no compiled layer declares is a typo, not a no-op.
+  if (found)
+    for (const auto &define : options.defines)
+      if (!usedDefines.count(define.first))
+        error(llvm::SMRange(),
+              "-D " + define.first + ": " +
+                  (options.layer.empty()
+                       ? "no layer in the spec has a dimension named '"
+                       : "layer '" + options.layer +
+                             "' has no dimension named '") +
+                  define.first + "'");
   if (!found && module.layers.empty())
     return nullptr;
   if (module.layers.empty() && !diags.hadError())
@@ -279,9 +290,8 @@ bool Generator::genLayer(const LayerDecl &layer, ModuleOp out) {
     }
   }
   for (const auto &define : options.defines)
-    if (!dimRanges.count(define.first) && options.layer == layer.name)
-      error(layer.range, "-D " + define.first + ": layer '" + layer.name +
-                             "' has no dimension '" + define.first + "'");
+    if (dimRanges.count(define.first))
+      usedDefines.insert(define.first);
 
   // Tensor declarations.
   std::vector<std::pair<const TensorDecl *, SpecType>> declared;
