@@ -2,8 +2,8 @@
 //
 // Part of the Recur project.
 //
-// The parser builds this tree; Sema resolves names and annotates every
-// expression with its type; MLIRGen emits recur IR from the annotated tree.
+// The parser builds this tree; MLIRGen (lib/Frontend/MLIRGen.cpp) checks it
+// and emits recur IR in one walk.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,9 +69,6 @@ public:
   Kind getKind() const { return kind; }
   llvm::SMRange getRange() const { return range; }
   llvm::SMLoc getLoc() const { return range.Start; }
-
-  /// Set by Sema.
-  SpecType type;
 
 private:
   Kind kind;
