@@ -706,6 +706,115 @@ TV Generator::genBuiltin(const CallExpr &call, bool &handled) {
     return out;
   }
 
+  // slice(x, axis=A, start=s, size=n): positions [s, s + n) of axis A (a
+  // negative start counts from the end, so start=-1 is the last position).
+  if (name == "slice") {
+    if (!args.check(1, 1, {"axis", "start", "size"}))
+      return TV();
+    TV x = args.tensor(0);
+    if (!x.ok())
+      return x;
+    if (x.scalar || x.type.rank() == 0) {
+      error(args.range(0), "'slice' needs a tensor of rank >= 1, got " +
+                               x.type.str());
+      return TV();
+    }
+    if (!args.kw("axis") || !args.kw("size")) {
+      error(at, "'slice' needs 'axis=' and 'size=' (and 'start=', default "
+                "0)");
+      return TV();
+    }
+    std::optional<int64_t> axis = resolveAxis(*args.kw("axis"), x.type);
+    std::optional<int64_t> size = constInt(*args.kw("size"), "'size'");
+    std::optional<int64_t> start = 0;
+    if (const Expr *e = args.kw("start"))
+      start = constInt(*e, "'start'");
+    if (!axis || !size || !start)
+      return TV();
+    if (*size <= 0) {
+      error(args.kwRange("size"), "'slice' size must be positive, got " +
+                                      llvm::Twine(*size));
+      return TV();
+    }
+    const Dim &d = x.type.shape[*axis];
+    llvm::SMRange startAt =
+        args.kw("start") ? args.kwRange("start") : args.kwRange("size");
+    if (!d.isRuntime()) {
+      int64_t s = *start < 0 ? *start + d.size : *start;
+      if (s < 0 || s + *size > d.size) {
+        error(startAt, "'slice' of " + llvm::Twine(*size) +
+                           " positions from start " + llvm::Twine(*start) +
+                           " does not fit in dimension " + d.str() + " of " +
+                           x.type.str());
+        return TV();
+      }
+      start = s;
+    } else if (*start < 0 && *size > -*start) {
+      error(args.kwRange("size"), "'slice' from start " +
+                                      llvm::Twine(*start) +
+                                      " runs past the end; take at most " +
+                                      llvm::Twine(-*start) +
+                                      (*start == -1 ? " position"
+                                                    : " positions"));
+      return TV();
+    }
+    int64_t rank = x.type.rank();
+    SmallVector<OpFoldResult> offsets(rank, builder.getIndexAttr(0)), sizes,
+        strides(rank, builder.getIndexAttr(1));
+    for (int64_t i = 0; i < rank; ++i) {
+      const Dim &dim = x.type.shape[i];
+      sizes.push_back(dim.isRuntime()
+                          ? OpFoldResult(runtimeDimValues.lookup(dim.symbol))
+                          : OpFoldResult(builder.getIndexAttr(dim.size)));
+    }
+    sizes[*axis] = builder.getIndexAttr(*size);
+    if (d.isRuntime() && *start < 0)
+      offsets[*axis] = OpFoldResult(arith::AddIOp::create(
+          builder, l, runtimeDimValues.lookup(d.symbol),
+          arith::ConstantIndexOp::create(builder, l, *start)));
+    else
+      offsets[*axis] = builder.getIndexAttr(*start);
+    std::vector<Dim> shape = x.type.shape;
+    shape[*axis] = Dim::constant(*size);
+    TV out;
+    out.type = SpecType::tensor(x.type.dtype, shape);
+    out.value = tensor::ExtractSliceOp::create(builder, l, mlirType(out.type),
+                                               x.value, offsets, sizes,
+                                               strides);
+    return out;
+  }
+
+  // arange(n, dtype="f32"): the vector 0, 1, ..., n - 1 (n compile-time).
+  if (name == "arange") {
+    if (!args.check(1, 1, {"dtype"}))
+      return TV();
+    std::optional<int64_t> n = constInt(args.expr(0), "'arange''s length");
+    std::optional<std::string> dtypeName = args.kwString("dtype", "f32");
+    if (!n || !dtypeName)
+      return TV();
+    std::optional<DType> dtype = parseDType(*dtypeName);
+    if (!dtype || isComplex(*dtype)) {
+      error(args.kwRange("dtype"), "'dtype' must be \"f16\", \"bf16\", "
+                                   "\"f32\" or \"f64\"");
+      return TV();
+    }
+    if (*n <= 0) {
+      error(args.range(0), "'arange' needs a positive length, got " +
+                               llvm::Twine(*n));
+      return TV();
+    }
+    TV out;
+    out.type = SpecType::tensor(*dtype, {Dim::constant(*n)});
+    mlir::Type ft = mlirElementType(*dtype);
+    out.value = mappedElementwise(
+        {}, {}, out.type, [ft](OpBuilder &b, Location loc, ValueRange) {
+          Value i = arith::IndexCastOp::create(
+              b, loc, b.getI64Type(), linalg::IndexOp::create(b, loc, 0));
+          return arith::SIToFPOp::create(b, loc, ft, i).getResult();
+        });
+    return out;
+  }
+
   bool recurHandled = false;
   TV r = genRecurBuiltin(call, recurHandled);
   handled = recurHandled;

@@ -317,8 +317,9 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
     {
       OpBuilder::InsertionGuard guard(builder);
       builder.setInsertionPointToStart(block);
-      results = genBody(*body, params, at, what,
-                        /*isolated=*/body != callExpr.body.get());
+      // Combine bodies work on elements, so the tensors around the call are
+      // out of sight there, as in a function.
+      results = genBody(*body, params, at, what, /*isolated=*/true);
       if (!results)
         return TV();
       if (results->size() != n) {
