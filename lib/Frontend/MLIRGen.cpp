@@ -1016,7 +1016,9 @@ namespace {
 std::string closest(llvm::StringRef name,
                     const std::vector<std::string> &candidates) {
   std::string best;
-  unsigned bestDistance = 3;
+  // Short names get no guesses: 'W' is one edit away from every 1-letter
+  // name.
+  unsigned bestDistance = std::min<unsigned>(3, name.size() / 3 + 1);
   for (const std::string &c : candidates) {
     unsigned d = name.edit_distance(c, true, bestDistance);
     if (d < bestDistance) {
