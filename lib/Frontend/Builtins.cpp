@@ -149,6 +149,19 @@ SpecType withDtype(const SpecType &t, DType d) {
 
 } // namespace
 
+llvm::ArrayRef<const char *> Generator::builtinNames() {
+  static const char *const names[] = {
+      "exp", "log", "tanh", "sigmoid", "softplus", "relu", "gelu", "silu",
+      "sqrt", "rsqrt", "sin", "cos", "abs", "maximum", "minimum", "complex",
+      "polar", "real", "imag", "conj", "sum", "mean", "max", "softmax",
+      "rmsnorm", "layernorm", "l2norm", "einsum", "heads", "merge_heads",
+      "concat", "linear_scan", "scan", "gla", "gate_fixed", "gate_lstm",
+      "gate_update", "stop_gradient", "memory_update", "window_attention",
+      "attention", "rel_attention", "route_topk", "moe", "halting", "blocks",
+      "depth"};
+  return names;
+}
+
 TV Generator::genBuiltin(const CallExpr &call, bool &handled) {
   handled = true;
   Args args(*this, call);

@@ -65,6 +65,8 @@ public:
   TV genCall(const CallExpr &call);
   TV genBuiltin(const CallExpr &call, bool &handled);
   TV genRecurBuiltin(const CallExpr &call, bool &handled);
+  /// Every builtin's name, for "did you mean" hints.
+  static llvm::ArrayRef<const char *> builtinNames();
   /// Runs a statement list in a new scope that sees `params`; returns the
   /// values of its closing `return`, or nothing after an error.
   /// A function body (`isolated`) sees only its parameters and the layer's

@@ -1343,6 +1343,8 @@ TV Generator::genCall(const CallExpr &call) {
   std::vector<std::string> candidates;
   for (auto &entry : fns)
     candidates.push_back(entry.getKey().str());
+  for (const char *builtin : builtinNames())
+    candidates.push_back(builtin);
   error(call.calleeRange, "unknown function '" + call.callee + "'");
   std::string hint = closest(call.callee, candidates);
   if (!hint.empty())
