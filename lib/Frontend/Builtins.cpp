@@ -155,7 +155,8 @@ llvm::ArrayRef<const char *> Generator::builtinNames() {
       "sqrt", "rsqrt", "sin", "cos", "abs", "maximum", "minimum", "complex",
       "polar", "real", "imag", "conj", "sum", "mean", "max", "softmax",
       "rmsnorm", "layernorm", "l2norm", "einsum", "heads", "merge_heads",
-      "concat", "linear_scan", "scan", "gla", "gate_fixed", "gate_lstm",
+      "concat", "slice", "arange", "linear_scan", "scan", "gla",
+      "gate_fixed", "gate_lstm",
       "gate_update", "stop_gradient", "memory_update", "window_attention",
       "attention", "rel_attention", "route_topk", "moe", "halting", "blocks",
       "depth"};

@@ -162,6 +162,8 @@ private:
   /// The -D names some compiled layer declares.
   llvm::StringSet<> usedDefines;
   unsigned inlineDepth = 0;
+  /// The function bodies being inlined, innermost last (to catch recursion).
+  std::vector<const Body *> activeFnBodies;
 };
 
 } // namespace recur::frontend

@@ -24,8 +24,11 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 using namespace mlir;
@@ -158,7 +161,9 @@ std::optional<Dim> Generator::evalDim(const DimExpr &expr) {
       r = a - b;
       break;
     case '*':
-      r = a * b;
+      // Both sides are at most 2^40: the product may overflow int64.
+      if (llvm::MulOverflow(a, b, r))
+        r = std::numeric_limits<int64_t>::max();
       break;
     case '/':
       if (a % b != 0) {
@@ -169,7 +174,11 @@ std::optional<Dim> Generator::evalDim(const DimExpr &expr) {
       r = a / b;
       break;
     }
-    if (r <= 0 || r > (int64_t(1) << 40)) {
+    if (r > (int64_t(1) << 40)) {
+      error(expr.range, "dimension evaluates to more than 2^40");
+      return std::nullopt;
+    }
+    if (r <= 0) {
       error(expr.range, "dimension evaluates to " + llvm::Twine(r) +
                             "; it must be positive");
       return std::nullopt;
@@ -195,6 +204,18 @@ std::optional<SpecType> Generator::resolveType(const TypeExpr &type) {
 }
 
 namespace {
+/// The shortest spelling of `v` that reads back as `v` (0.044, 1e-06, -1.5),
+/// so that init arguments reach `recur.init` unrounded.
+std::string spellNumber(double v) {
+  char buf[32];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v)
+      break;
+  }
+  return buf;
+}
+
 /// Checks an init rule's name and arity; returns its spelling for the
 /// `recur.init` argument attribute.
 std::optional<std::string> initSpelling(Generator &gen, const InitRule &rule,
@@ -231,7 +252,7 @@ std::optional<std::string> initSpelling(Generator &gen, const InitRule &rule,
                                                                  "argument");
         if (!v)
           return std::nullopt;
-        s += (i ? ", " : "") + llvm::formatv("{0}", *v).str();
+        s += (i ? ", " : "") + spellNumber(*v);
       }
       s += ")";
     }
@@ -275,10 +296,11 @@ bool Generator::genLayer(const LayerDecl &layer, ModuleOp out) {
     }
     auto define = options.defines.find(decl.name);
     if (define != options.defines.end()) {
-      if (define->second <= 0)
+      if (define->second <= 0 || define->second > (int64_t(1) << 40))
         error(decl.range, "-D " + decl.name + "=" +
                               llvm::Twine(define->second) +
-                              ": a dimension must be positive");
+                              ": a dimension must be a positive integer "
+                              "below 2^40");
       dims[decl.name] = Dim::constant(define->second);
       dims[decl.name].name = decl.name;
     } else if (decl.value) {
@@ -471,6 +493,14 @@ void Generator::genStmt(const Stmt &stmt, const LayerDecl *layer) {
     }
     const TV *current = lookup(name);
     value = coerce(value, current->type.dtype);
+    if (value.literal) {
+      // A number has no tensor to return (it would drop the layer).
+      error(stmt.values.front()->getRange(),
+            "the next value of state '" + name +
+                "' must be a tensor, not a number");
+      nextStates[name] = TV();
+      return;
+    }
     if (value.type.kind != SpecType::Kind::Tensor ||
         value.type.dtype != current->type.dtype ||
         !value.type.sameShape(current->type)) {
@@ -569,6 +599,15 @@ Generator::genBody(const Body &body, llvm::ArrayRef<TV> params,
                      "(recursion is not supported)");
     return std::nullopt;
   }
+  // Each call inlines the body again, so a recursive function would expand
+  // without end (or, with two calls per body, exponentially).
+  if (isolated && llvm::is_contained(activeFnBodies, &body)) {
+    error(callRange, what + " calls itself (directly or through other "
+                            "functions); recursion is not supported");
+    return std::nullopt;
+  }
+  if (isolated)
+    activeFnBodies.push_back(&body);
   ++inlineDepth;
   // Functions are lexically scoped: the caller's names are out of sight.
   std::vector<llvm::StringMap<std::pair<TV, llvm::SMRange>>> callerScopes;
@@ -603,8 +642,10 @@ Generator::genBody(const Body &body, llvm::ArrayRef<TV> params,
     genStmt(*stmt, nullptr);
   }
   scopes.pop_back();
-  if (isolated)
+  if (isolated) {
     std::swap(callerScopes, scopes);
+    activeFnBodies.pop_back();
+  }
   --inlineDepth;
   if (!result && diags.getNumErrors() == errorsBefore) {
     error(body.range, what + " must end with 'return'");
@@ -1083,8 +1124,10 @@ std::optional<int64_t> Generator::resolveAxis(const Expr &arg,
     });
     std::optional<int64_t> found;
     for (auto [i, d] : llvm::enumerate(type.shape)) {
+      // Without a name match, only an unnamed (literal) size may match: a
+      // dim named S is never axis W, even when both are 64.
       bool match = byName ? d.symbol == name->name || d.name == name->name
-                          : d == it->second;
+                          : d.name.empty() && d == it->second;
       if (!match)
         continue;
       if (found) {

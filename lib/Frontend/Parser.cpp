@@ -38,6 +38,17 @@ namespace {
 /// Deeper nesting than this is reported instead of overflowing the stack.
 constexpr unsigned kMaxDepth = 200;
 
+/// Restores the nesting depth on every way out of a scope.
+class DepthGuard {
+public:
+  explicit DepthGuard(unsigned &depth) : depth(depth), saved(depth) {}
+  ~DepthGuard() { depth = saved; }
+
+private:
+  unsigned &depth;
+  unsigned saved;
+};
+
 bool startsItem(Tok kind) {
   switch (kind) {
   case Tok::KwDim:
@@ -203,7 +214,13 @@ bool Parser::parseDimDecl(LayerDecl &layer) {
 std::unique_ptr<DimExpr> Parser::parseDimExpr() {
   llvm::SMLoc start = tok.getLoc();
   std::unique_ptr<DimExpr> lhs = parseDimTerm();
+  // Each operator nests the (left-deep) tree one level further.
+  DepthGuard guard(depth);
   while (lhs && (tok.is(Tok::Plus) || tok.is(Tok::Minus))) {
+    if (++depth > kMaxDepth) {
+      diags.error(tok.getRange(), "dimension expression nested too deeply");
+      return nullptr;
+    }
     char op = tok.text[0];
     consume();
     std::unique_ptr<DimExpr> rhs = parseDimTerm();
@@ -223,7 +240,12 @@ std::unique_ptr<DimExpr> Parser::parseDimExpr() {
 std::unique_ptr<DimExpr> Parser::parseDimTerm() {
   llvm::SMLoc start = tok.getLoc();
   std::unique_ptr<DimExpr> lhs = parseDimAtom();
+  DepthGuard guard(depth);
   while (lhs && (tok.is(Tok::Star) || tok.is(Tok::Slash))) {
+    if (++depth > kMaxDepth) {
+      diags.error(tok.getRange(), "dimension expression nested too deeply");
+      return nullptr;
+    }
     char op = tok.text[0];
     consume();
     std::unique_ptr<DimExpr> rhs = parseDimAtom();
@@ -418,7 +440,15 @@ ExprPtr Parser::parseExpr() {
 ExprPtr Parser::parseAdditive() {
   llvm::SMLoc start = tok.getLoc();
   ExprPtr lhs = parseMultiplicative();
+  // Each operator nests the (left-deep) tree one level further, and the
+  // checker recurses as deep as the tree: a long chain counts like
+  // parentheses.
+  DepthGuard guard(depth);
   while (lhs && (tok.is(Tok::Plus) || tok.is(Tok::Minus))) {
+    if (++depth > kMaxDepth) {
+      diags.error(tok.getRange(), "expression nested too deeply");
+      return nullptr;
+    }
     char op = tok.text[0];
     llvm::SMRange opRange = tok.getRange();
     consume();
@@ -434,7 +464,12 @@ ExprPtr Parser::parseAdditive() {
 ExprPtr Parser::parseMultiplicative() {
   llvm::SMLoc start = tok.getLoc();
   ExprPtr lhs = parseUnary();
+  DepthGuard guard(depth);
   while (lhs && (tok.is(Tok::Star) || tok.is(Tok::Slash) || tok.is(Tok::At))) {
+    if (++depth > kMaxDepth) {
+      diags.error(tok.getRange(), "expression nested too deeply");
+      return nullptr;
+    }
     char op = tok.text[0];
     llvm::SMRange opRange = tok.getRange();
     consume();
@@ -514,6 +549,12 @@ ExprPtr Parser::parsePrimary() {
 
 ExprPtr Parser::parseCall(Token name) {
   consume(); // '('
+  // A call nests one level; `f(g(h(...)))` reaches here without parseExpr.
+  DepthGuard guard(depth);
+  if (++depth > kMaxDepth) {
+    diags.error(name.getRange(), "expression nested too deeply");
+    return nullptr;
+  }
   auto call = std::make_unique<CallExpr>(name.getRange(), name.text.str(),
                                          name.getRange());
   if (!tok.is(Tok::RParen)) {
@@ -570,7 +611,12 @@ ExprPtr Parser::parseCall(Token name) {
           return nullptr;
         // Continue any binary expression the identifier began.
         llvm::SMLoc start = ident.getLoc();
+        DepthGuard chain(depth);
         while (tok.is(Tok::Star) || tok.is(Tok::Slash) || tok.is(Tok::At)) {
+          if (++depth > kMaxDepth) {
+            diags.error(tok.getRange(), "expression nested too deeply");
+            return nullptr;
+          }
           char op = tok.text[0];
           llvm::SMRange opRange = tok.getRange();
           consume();
@@ -582,6 +628,10 @@ ExprPtr Parser::parseCall(Token name) {
                                                std::move(rhs));
         }
         while (tok.is(Tok::Plus) || tok.is(Tok::Minus)) {
+          if (++depth > kMaxDepth) {
+            diags.error(tok.getRange(), "expression nested too deeply");
+            return nullptr;
+          }
           char op = tok.text[0];
           llvm::SMRange opRange = tok.getRange();
           consume();

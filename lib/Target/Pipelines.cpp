@@ -27,6 +27,7 @@ void mlir::recur::buildReferenceLoweringPipeline(OpPassManager &pm) {
       "convert-scf-to-cf,"
       "expand-strided-metadata,"
       "lower-affine,"
+      "convert-complex-to-standard,"
       "convert-to-llvm,"
       "reconcile-unrealized-casts";
   if (failed(parsePassPipeline(kPipeline, pm)))
