@@ -75,9 +75,9 @@ def Recur_ScanOp : Recur_Op<"scan", [RecursiveMemoryEffects,
     The region takes the N elements of the accumulated operand, then the N
     elements of the new one (2N scalars) and yields the N combined elements.
     The operator need not be commutative. With `reverse` the scan runs from
-    the last index to the first: `c_{T-1} = x_{T-1}`,
-    `c_t = c_{t+1} (.) x_t`; the accumulated value is always the first
-    operand.
+    the last index to the first: `c_{T-1} = x_{T-1}` (or
+    `init (.) x_{T-1}`), `c_t = c_{t+1} (.) x_t`; the accumulated value is
+    always the first operand.
 
     `associative` asserts that the operator is associative, which makes tree
     and chunked evaluation legal; without it only the sequential order is.
