@@ -5,11 +5,13 @@
 LLVM_PREFIX ?= /usr/lib/llvm-22
 BUILD_DIR   ?= build
 ASAN_DIR    ?= build-asan
+FUZZ_DIR    ?= build-fuzz
+FUZZ_SECONDS ?= 60
 CMAKE_FLAGS  = -G Ninja \
                -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
                -DMLIR_DIR=$(LLVM_PREFIX)/lib/cmake/mlir
 
-.PHONY: all deps build test demo test-asan docs format clean
+.PHONY: all deps build test demo test-asan fuzz docs format clean
 
 all: build
 
@@ -38,6 +40,12 @@ demo: build
 test-asan: deps $(ASAN_DIR)/build.ninja
 	ninja -C $(ASAN_DIR) check-recur
 
+# libFuzzer on the front end (recur-fuzz, ASan + UBSan) for FUZZ_SECONDS;
+# fails on any crash, leak or hang (scripts/fuzz-frontend.sh).
+fuzz: deps
+	FUZZ_BUILD_DIR=$(FUZZ_DIR) LLVM_PREFIX=$(LLVM_PREFIX) \
+	  bash scripts/fuzz-frontend.sh $(FUZZ_SECONDS)
+
 # Generated op and pass reference (build/docs/Recur/*.md).
 docs: build
 	ninja -C $(BUILD_DIR) mlir-doc
@@ -48,4 +56,4 @@ format:
 	  | xargs clang-format-22 -i
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)

@@ -240,15 +240,17 @@ TV Generator::genBuiltin(const CallExpr &call, bool &handled) {
         return math::CosOp::create(b, loc, x);
       if (fn == "relu")
         return arith::MaximumFOp::create(b, loc, x, c(0.0));
-      Value sig = arith::DivFOp::create(
-          b, loc, c(1.0),
-          arith::AddFOp::create(
-              b, loc, c(1.0),
-              math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x))));
-      if (fn == "sigmoid")
-        return sig;
-      if (fn == "silu")
-        return arith::MulFOp::create(b, loc, x, sig);
+      if (fn == "sigmoid" || fn == "silu") {
+        Value sig = arith::DivFOp::create(
+            b, loc, c(1.0),
+            arith::AddFOp::create(
+                b, loc, c(1.0),
+                math::ExpOp::create(b, loc,
+                                    arith::NegFOp::create(b, loc, x))));
+        return fn == "sigmoid" ? sig
+                               : arith::MulFOp::create(b, loc, x, sig)
+                                     .getResult();
+      }
       if (fn == "softplus")
         // max(x, 0) + log1p(exp(-|x|)): no overflow for large |x|.
         return arith::AddFOp::create(

@@ -32,6 +32,8 @@ struct TV {
   mlir::Value value;
   std::optional<double> literal;
   bool scalar = false;
+  /// The i32 expert indices of 'route_topk': only 'moe' may read them.
+  bool indices = false;
   /// The values of a tuple (type.kind == Tuple).
   std::vector<TV> parts;
 
@@ -159,9 +161,26 @@ private:
   llvm::StringMap<const TensorDecl *> tensorDecls;
   llvm::StringMap<TV> nextStates;
   llvm::StringMap<TV> outputs;
+  /// The types of the declarations that resolved (not those with errors).
+  llvm::StringMap<SpecType> declTypes;
   /// The -D names some compiled layer declares.
   llvm::StringSet<> usedDefines;
   unsigned inlineDepth = 0;
+  /// Function calls inlined so far in this spec, against a budget.
+  unsigned inlinedCalls = 0;
+  static constexpr unsigned kMaxInlinedCalls = 20000;
+
+public:
+  /// Set by 'moe' just before it generates its indices argument; gen()
+  /// clears it, so only a name read directly there sees the indices.
+  bool readingIndices = false;
+
+private:
+  /// The stack pointer when generation began and how much of the stack
+  /// gen() may use below it (see gen()).
+  uintptr_t stackBase;
+  uint64_t stackBudget;
+  bool stackReported = false;
   /// The function bodies being inlined, innermost last (to catch recursion).
   std::vector<const Body *> activeFnBodies;
 };

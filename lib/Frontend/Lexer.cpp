@@ -10,6 +10,8 @@
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cctype>
+#include <cstdio>
+#include <string>
 
 using namespace recur::frontend;
 
@@ -21,6 +23,24 @@ bool isIdentChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
 }
 bool isDigit(char c) { return std::isdigit(static_cast<unsigned char>(c)); }
+
+/// `U+00E9` for a UTF-8 sequence, `byte 0xFF` for a byte that starts none.
+std::string codePoint(llvm::StringRef text) {
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  unsigned lead = byte(0), extra = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2
+                                   : lead >= 0xC0 ? 1 : 0;
+  uint32_t cp = extra == 3 ? lead & 0x07 : extra == 2 ? lead & 0x0F
+                                         : extra == 1 ? lead & 0x1F : lead;
+  bool valid = (lead < 0x80 || extra) && lead < 0xF8 && text.size() == extra + 1;
+  for (size_t i = 1; valid && i <= extra; ++i)
+    cp = (cp << 6) | (byte(i) & 0x3F);
+  char buf[16];
+  if (valid)
+    std::snprintf(buf, sizeof(buf), "U+%04X", static_cast<unsigned>(cp));
+  else
+    std::snprintf(buf, sizeof(buf), "byte 0x%02X", lead);
+  return buf;
+}
 } // namespace
 
 Token Lexer::make(Tok kind, const char *start, bool startsLine) {
@@ -153,7 +173,9 @@ Token Lexer::next() {
     diags.error(t.getRange(),
                 std::string("unexpected character '") + c + "'");
   else
-    diags.error(t.getRange(), "unexpected character");
+    // Name the code point: the caret line is not printed under a line with
+    // non-ASCII text, so the message alone must say what is wrong.
+    diags.error(t.getRange(), "unexpected character " + codePoint(t.text));
   return t;
 }
 

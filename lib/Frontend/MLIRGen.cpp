@@ -25,6 +25,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
+#include "llvm/Support/ProgramStack.h"
 
 #include <cmath>
 #include <cstdio>
@@ -57,7 +58,15 @@ Generator::Generator(const Module &module, MLIRContext &context,
                      const CompileOptions &options, ::recur::frontend::DiagnosticEngine &diags,
                      llvm::StringRef fileName)
     : builder(&context), diags(diags), module(module), context(context),
-      options(options), fileName(fileName.str()) {}
+      options(options), fileName(fileName.str()),
+      stackBase(llvm::getStackPointer()),
+      // Half the stack the process may grow, and never more than half of the
+      // usual 8 MiB, so that the limit is the same under `ulimit -s
+      // unlimited`: thousands of levels in a release build, about two
+      // hundred calls deep under ASan.
+      stackBudget(std::min<uint64_t>(llvm::getDefaultStackSize(),
+                                     uint64_t(8) << 20) /
+                  2) {}
 
 Location Generator::loc(llvm::SMRange range) {
   if (!range.Start.isValid())
@@ -120,6 +129,7 @@ OwningOpRef<ModuleOp> Generator::run() {
   if (diags.hadError())
     return nullptr;
   if (failed(mlir::verify(*out))) {
+    // untestable: only a front-end bug gets here (recur-fuzz traps on it).
     error(llvm::SMRange(), "internal error: the emitted IR does not verify");
     return nullptr;
   }
@@ -278,9 +288,11 @@ std::optional<std::string> initSpelling(Generator &gen, const InitRule &rule,
 bool Generator::genLayer(const LayerDecl &layer, ModuleOp out) {
   dims.clear();
   runtimeDimValues.clear();
+  stackReported = false;
   tensorDecls.clear();
   nextStates.clear();
   outputs.clear();
+  declTypes.clear();
   scopes.clear();
   scopes.emplace_back();
   unsigned errorsBefore = diags.getNumErrors();
@@ -336,6 +348,7 @@ bool Generator::genLayer(const LayerDecl &layer, ModuleOp out) {
                                   " has no init rule; only params and states "
                                   "do");
     declared.emplace_back(&decl, *type);
+    declTypes[decl.name] = *type;
   }
 
   // The function: inputs, params, states in; outputs, next states out.
@@ -353,8 +366,10 @@ bool Generator::genLayer(const LayerDecl &layer, ModuleOp out) {
     argTypes.push_back(mlirType(type));
   for (auto &[decl, type] : results)
     resultTypes.push_back(mlirType(type));
-  if (llvm::none_of(declared, [](auto &p) {
-        return p.first->role == Role::Output;
+  // Counted among the declarations as written: one whose type failed was
+  // still declared.
+  if (llvm::none_of(layer.tensors, [](const TensorDecl &t) {
+        return t.role == Role::Output;
       }))
     error(layer.range, "layer '" + layer.name + "' declares no output");
 
@@ -492,6 +507,10 @@ void Generator::genStmt(const Stmt &stmt, const LayerDecl *layer) {
       return;
     }
     const TV *current = lookup(name);
+    if (!current || !declTypes.count(name)) {
+      nextStates[name] = TV(); // its declaration failed and was reported
+      return;
+    }
     value = coerce(value, current->type.dtype);
     if (value.literal) {
       // A number has no tensor to return (it would drop the layer).
@@ -556,8 +575,11 @@ void Generator::genStmt(const Stmt &stmt, const LayerDecl *layer) {
           continue;
         }
         TV part = parts[i];
+        auto declaredType = declTypes.find(name);
+        if (declaredType == declTypes.end())
+          part = TV(); // its declaration failed and was reported
         if (part.ok()) {
-          SpecType declared = *resolveType(d->type);
+          const SpecType &declared = declaredType->second;
           part = coerce(part, declared.dtype);
           if (part.type.kind != SpecType::Kind::Tensor ||
               part.type.dtype != declared.dtype ||
@@ -594,7 +616,11 @@ Generator::genBody(const Body &body, llvm::ArrayRef<TV> params,
     note(body.range, "parameters declared here");
     return std::nullopt;
   }
-  if (inlineDepth > 64) {
+  // Only function bodies count: nested 'do' bodies are not calls (the stack
+  // check in gen() bounds them).
+  bool isFn = llvm::any_of(module.fns,
+                           [&](const FnDecl &fn) { return &fn.body == &body; });
+  if (isFn && inlineDepth > 64) {
     error(callRange, "functions call each other more than 64 deep "
                      "(recursion is not supported)");
     return std::nullopt;
@@ -606,9 +632,18 @@ Generator::genBody(const Body &body, llvm::ArrayRef<TV> params,
                             "functions); recursion is not supported");
     return std::nullopt;
   }
+  // Non-recursive functions can still expand exponentially (each calling
+  // the previous one twice); bound the total work instead of hanging.
+  if (isFn && ++inlinedCalls > kMaxInlinedCalls) {
+    if (inlinedCalls == kMaxInlinedCalls + 1)
+      error(callRange, "more than " + llvm::Twine(kMaxInlinedCalls) +
+                           " function calls once inlined; the spec expands "
+                           "too much");
+    return std::nullopt;
+  }
   if (isolated)
     activeFnBodies.push_back(&body);
-  ++inlineDepth;
+  inlineDepth += isFn;
   // Functions are lexically scoped: the caller's names are out of sight.
   std::vector<llvm::StringMap<std::pair<TV, llvm::SMRange>>> callerScopes;
   if (isolated)
@@ -646,7 +681,7 @@ Generator::genBody(const Body &body, llvm::ArrayRef<TV> params,
     std::swap(callerScopes, scopes);
     activeFnBodies.pop_back();
   }
-  --inlineDepth;
+  inlineDepth -= isFn;
   if (!result && diags.getNumErrors() == errorsBefore) {
     error(body.range, what + " must end with 'return'");
     return std::nullopt;
@@ -1104,6 +1139,32 @@ std::optional<double> Generator::constNumber(const Expr &arg,
     if (it != dims.end() && !it->second.isRuntime())
       return static_cast<double>(it->second.size);
   }
+  // Arithmetic and builtins of numbers fold to a number (`scale=rsqrt(dh)`,
+  // `1 / D`); generating anything else would leave IR behind.
+  std::function<bool(const Expr &)> isNumeric = [&](const Expr &e) {
+    if (llvm::isa<NumberExpr>(e))
+      return true;
+    if (auto *n = llvm::dyn_cast<NameExpr>(&e)) {
+      auto it = dims.find(n->name);
+      return !lookup(n->name) && it != dims.end() && !it->second.isRuntime();
+    }
+    if (auto *u = llvm::dyn_cast<UnaryExpr>(&e))
+      return isNumeric(*u->operand);
+    if (auto *b = llvm::dyn_cast<BinaryExpr>(&e))
+      return b->op != '@' && isNumeric(*b->lhs) && isNumeric(*b->rhs);
+    if (auto *c = llvm::dyn_cast<CallExpr>(&e))
+      return c->kwargs.empty() && !c->body && !fns.count(c->callee) &&
+             llvm::all_of(c->args,
+                          [&](const ExprPtr &a) { return isNumeric(*a); });
+    return false;
+  };
+  if (isNumeric(arg)) {
+    TV v = gen(arg);
+    if (!v.ok())
+      return std::nullopt;
+    if (v.literal)
+      return *v.literal;
+  }
   error(arg.getRange(), what + " must be a number");
   return std::nullopt;
 }
@@ -1156,6 +1217,18 @@ std::optional<int64_t> Generator::resolveAxis(const Expr &arg,
 }
 
 TV Generator::gen(const Expr &expr) {
+  bool allowIndices = std::exchange(readingIndices, false);
+  // The parser bounds the nesting of one body, but inlined functions and
+  // 'do' bodies stack their nestings on each other, and a level costs tens
+  // of kilobytes of stack under ASan. Stop before the stack runs out (and
+  // say so once per layer).
+  if (stackBase - llvm::getStackPointer() > stackBudget) {
+    if (!stackReported)
+      error(expr.getRange(), "expression nested too deeply once functions "
+                             "and bodies are inlined");
+    stackReported = true;
+    return TV();
+  }
   switch (expr.getKind()) {
   case Expr::Kind::Number: {
     TV tv;
@@ -1171,8 +1244,17 @@ TV Generator::gen(const Expr &expr) {
   }
   case Expr::Kind::Name: {
     const auto &name = llvm::cast<NameExpr>(expr).name;
-    if (const TV *v = lookup(name))
+    if (const TV *v = lookup(name)) {
+      // Typed as the gates' shape in the language but i32 in the IR: any
+      // other use would build invalid IR.
+      if (v->indices && !allowIndices) {
+        error(expr.getRange(), "'" + name + "' holds the expert indices "
+                                            "of 'route_topk'; only 'moe' "
+                                            "can use them");
+        return TV();
+      }
       return *v;
+    }
     auto dim = dims.find(name);
     if (dim != dims.end()) {
       if (dim->second.isRuntime()) {
@@ -1192,6 +1274,9 @@ TV Generator::gen(const Expr &expr) {
                                                  "assigned");
       return TV();
     }
+    // A declaration whose type failed was reported; its uses say no more.
+    if (decl != tensorDecls.end() && !declTypes.count(name))
+      return TV();
     std::vector<std::string> candidates;
     for (auto &scope : scopes)
       for (auto &entry : scope)
@@ -1280,9 +1365,8 @@ TV Generator::gen(const Expr &expr) {
           unifyDTypes(lhs, rhs, bin.opRange, "'@'");
       if (!dtype)
         return TV();
-      lhs = coerce(lhs, *dtype);
-      rhs = coerce(rhs, *dtype);
-      // Name the contracted sizes in the message, not einsum labels.
+      // Name the contracted sizes in the message, not einsum labels, and
+      // the operands as written (before a real one is promoted).
       const Dim &n = lhs.type.shape.back();
       const Dim &m = rhs.type.shape[rr - 2];
       if (n != m) {
@@ -1291,6 +1375,8 @@ TV Generator::gen(const Expr &expr) {
                                n.str() + " and " + m.str() + " differ");
         return TV();
       }
+      lhs = coerce(lhs, *dtype);
+      rhs = coerce(rhs, *dtype);
       return einsum(l + "," + r + "->" + o, {lhs, rhs}, bin.opRange,
                     {bin.lhs->getRange(), bin.rhs->getRange()});
     }

@@ -78,23 +78,43 @@ bool Parser::expect(Tok kind, llvm::StringRef context) {
 
 void Parser::recover() {
   // Always make progress, then stop at a line start, a block end or a keyword
-  // that begins the next item.
+  // that begins the next item. A block opened on the way (a broken `do`
+  // body) is skipped whole, so its '}' does not close the enclosing one.
+  unsigned open = 0;
+  auto step = [&] {
+    if (tok.is(Tok::LBrace))
+      ++open;
+    else if (tok.is(Tok::RBrace) && open)
+      --open;
+    consume();
+  };
   if (!tok.is(Tok::Eof) && !tok.is(Tok::RBrace))
-    consume();
-  while (!tok.is(Tok::Eof) && !tok.is(Tok::RBrace) && !startsItem(tok.kind) &&
-         !tok.startsLine)
-    consume();
+    step();
+  while (!tok.is(Tok::Eof)) {
+    if (open) {
+      if (tok.is(Tok::KwLayer) || tok.is(Tok::KwFn))
+        break;
+      step();
+      continue;
+    }
+    if (tok.is(Tok::RBrace) || startsItem(tok.kind) || tok.startsLine)
+      break;
+    step();
+  }
 }
 
 Module Parser::parseModule() {
   Module module;
+  // After a broken layer or fn header, what follows up to the next item is
+  // its unparsed rest, not a mistake of its own.
+  bool skipping = false;
   while (!tok.is(Tok::Eof)) {
     if (tok.is(Tok::KwLayer)) {
-      parseLayer(module);
+      skipping = !parseLayer(module);
     } else if (tok.is(Tok::KwFn)) {
-      parseFn(module);
+      skipping = !parseFn(module);
     } else {
-      if (!tok.is(Tok::Error))
+      if (!tok.is(Tok::Error) && !skipping)
         diags.error(tok.getRange(), "expected 'layer' or 'fn' at the top "
                                     "level, found " +
                                         tokenName(tok.kind));
@@ -106,43 +126,41 @@ Module Parser::parseModule() {
   return module;
 }
 
-void Parser::parseLayer(Module &module) {
+bool Parser::parseLayer(Module &module) {
   llvm::SMLoc start = tok.getLoc();
   consume(); // 'layer'
   LayerDecl layer;
   if (!tok.is(Tok::Ident)) {
     expect(Tok::Ident, "after 'layer' (the layer's name)");
-    recover();
-    return;
+    return false;
   }
   layer.name = tok.text.str();
   consume();
-  if (!expect(Tok::LBrace, "to open the layer body")) {
-    recover();
-    return;
-  }
+  if (!expect(Tok::LBrace, "to open the layer body"))
+    return false;
   parseBodyStmts(layer.stmts, &layer);
   layer.range = rangeFrom(start);
   module.layers.push_back(std::move(layer));
+  return true;
 }
 
-void Parser::parseFn(Module &module) {
+bool Parser::parseFn(Module &module) {
   llvm::SMLoc start = tok.getLoc();
   consume(); // 'fn'
   FnDecl fn;
   if (!tok.is(Tok::Ident)) {
     expect(Tok::Ident, "after 'fn' (the function's name)");
-    recover();
-    return;
+    return false;
   }
   fn.name = tok.text.str();
   consume();
   std::unique_ptr<Body> body = parseBody();
   if (!body)
-    return;
+    return false;
   fn.body = std::move(*body);
   fn.range = rangeFrom(start);
   module.fns.push_back(std::move(fn));
+  return true;
 }
 
 /// Parses items up to the closing '}' (consumed). Layer declarations are
@@ -692,16 +710,19 @@ std::unique_ptr<Body> Parser::parseBody() {
       consume();
     } while (consumeIf(Tok::Comma));
   }
-  if (!expect(Tok::RParen, "to close the parameter list") ||
-      !expect(Tok::LBrace, "to open the body"))
+  if (!expect(Tok::RParen, "to close the parameter list"))
     return nullptr;
-  if (depth > kMaxDepth) {
+  // Counted like parseCall's level, so that a body in a call in a body ...
+  // reaches this check first; checked before the '{' so that recovery
+  // skips the whole body.
+  DepthGuard guard(depth);
+  if (++depth > kMaxDepth) {
     diags.error(tok.getRange(), "bodies nested too deeply");
     return nullptr;
   }
-  ++depth;
+  if (!expect(Tok::LBrace, "to open the body"))
+    return nullptr;
   bool ok = parseBodyStmts(body->stmts, nullptr);
-  --depth;
   if (!ok)
     return nullptr;
   body->range = rangeFrom(start);

@@ -37,13 +37,18 @@ struct Call {
     bool ok = true;
     size_t n = call.args.size();
     if (n < minPositional || n > maxPositional) {
-      gen.error(call.getRange(),
-                "'" + call.callee + "' takes " +
-                    (minPositional == maxPositional
-                         ? llvm::Twine(minPositional)
-                         : llvm::Twine(minPositional) + " to " +
-                               llvm::Twine(maxPositional)) +
-                    " positional arguments, got " + llvm::Twine(n));
+      // `scan` and `blocks` take any number: no "1 to 2^64-1".
+      std::string expected =
+          minPositional == maxPositional
+              ? std::to_string(minPositional)
+              : maxPositional == SIZE_MAX
+                    ? "at least " + std::to_string(minPositional)
+                    : std::to_string(minPositional) + " to " +
+                          std::to_string(maxPositional);
+      gen.error(call.getRange(), "'" + call.callee + "' takes " + expected +
+                                     " positional argument" +
+                                     (expected == "1" ? "" : "s") + ", got " +
+                                     llvm::Twine(n));
       ok = false;
     }
     for (const KeywordArg &k : call.kwargs) {
@@ -241,7 +246,9 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
   //===--------------------------------------------------------------------===//
   if (name == "scan") {
     if (!c.check(1, SIZE_MAX, {"init", "axis", "reverse", "combine"},
-                 /*body=*/!c.kw("combine")))
+                 // With combine= a body is still let through, to get the
+                 // message that says to pick one.
+                 /*body=*/!c.kw("combine") || callExpr.body))
       return TV();
     std::vector<TV> inputs;
     for (size_t i = 0; i < callExpr.args.size(); ++i) {
@@ -695,11 +702,11 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
           return TV();
         attrs.push_back(named("memory_slots", i64(*slots)));
       }
-      if (const Expr *e = c.kw("key_padding")) {
-        TV pad = c.tensor(*e, "'key_padding'");
-        if (!pad.ok())
-          return TV();
-        operands.push_back(pad.value);
+      if (c.kw("key_padding")) {
+        error(c.kwRange("key_padding"),
+              "'key_padding=' takes a boolean mask, which the language cannot "
+              "build yet");
+        return TV();
       }
     }
     auto results =
@@ -736,6 +743,7 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
     // Indices are i32 in the IR; the language sees them as an opaque
     // tensor of the gates' shape, usable only by 'moe'.
     TV idx = tensorTV(gates, (*results)[1]);
+    idx.indices = true;
     return TV::tuple({tensorTV(gates, (*results)[0]), idx});
   }
 
@@ -746,7 +754,9 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
     static const char *const names[] = {"'x'", "the expert indices",
                                         "the gates", "'w_in'", "'w_out'"};
     for (size_t i = 0; i < 5; ++i) {
+      readingIndices = i == 1;
       xs.push_back(c.arg(i, names[i]));
+      readingIndices = false;
       if (!xs.back().ok())
         return TV();
     }

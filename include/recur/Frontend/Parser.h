@@ -27,8 +27,10 @@ public:
 
 private:
   // Declarations and statements.
-  void parseLayer(Module &module);
-  void parseFn(Module &module);
+  /// Both return false when the item's header is broken and the rest of it
+  /// was not parsed.
+  bool parseLayer(Module &module);
+  bool parseFn(Module &module);
   bool parseBodyStmts(std::vector<StmtPtr> &stmts, LayerDecl *layer);
   bool parseDimDecl(LayerDecl &layer);
   bool parseTensorDecl(LayerDecl &layer, Role role);
