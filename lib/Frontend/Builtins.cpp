@@ -100,6 +100,11 @@ public:
                            v.type.str());
       return TV();
     }
+    if (v.type.dtype == DType::Bool) {
+      gen.error(range, "'" + call.callee + "' takes numbers, not the bool "
+                                           "mask " + v.type.str());
+      return TV();
+    }
     if (v.literal && !allowLiteral) {
       gen.error(range, "'" + call.callee + "' expects a tensor here, not a "
                                            "number");

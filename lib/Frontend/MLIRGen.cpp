@@ -343,6 +343,11 @@ bool Generator::genLayer(const LayerDecl &layer, ModuleOp out) {
     std::optional<SpecType> type = resolveType(decl.type);
     if (!type)
       continue;
+    if (type->dtype == DType::Bool && decl.role != Role::Input) {
+      error(decl.type.range, "only inputs can be bool (masks for "
+                             "key_padding= and active=)");
+      continue;
+    }
     if (decl.init && (decl.role == Role::Input || decl.role == Role::Output))
       error(decl.init->range, "an " + roleName(decl.role) +
                                   " has no init rule; only params and states "
@@ -712,6 +717,8 @@ mlir::Type Generator::mlirElementType(DType dtype) {
     return ComplexType::get(builder.getF32Type());
   case DType::C128:
     return ComplexType::get(builder.getF64Type());
+  case DType::Bool:
+    return builder.getI1Type();
   }
   return builder.getF32Type();
 }
@@ -1303,7 +1310,7 @@ TV Generator::gen(const Expr &expr) {
     TV x = gen(*unary.operand);
     if (!x.ok())
       return x;
-    if (x.type.kind != SpecType::Kind::Tensor) {
+    if (x.type.kind != SpecType::Kind::Tensor || x.type.dtype == DType::Bool) {
       error(expr.getRange(), "cannot negate " + x.type.str());
       return TV();
     }
@@ -1325,9 +1332,10 @@ TV Generator::gen(const Expr &expr) {
     if (!lhs.ok() || !rhs.ok())
       return TV();
     for (const TV *v : {&lhs, &rhs})
-      if (v->type.kind != SpecType::Kind::Tensor) {
+      if (v->type.kind != SpecType::Kind::Tensor ||
+          v->type.dtype == DType::Bool) {
         error(bin.opRange, llvm::Twine("operator '") + llvm::Twine(bin.op) +
-                               "' needs tensors, got " + v->type.str());
+                               "' takes numeric tensors, got " + v->type.str());
         return TV();
       }
     if (bin.op == '@') {

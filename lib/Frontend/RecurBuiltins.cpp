@@ -74,10 +74,18 @@ struct Call {
     return ok;
   }
 
-  TV tensor(const Expr &e, llvm::StringRef what) {
+  TV tensor(const Expr &e, llvm::StringRef what, bool mask = false) {
     TV v = gen.gen(e);
     if (!v.ok())
       return v;
+    if (v.type.kind == SpecType::Kind::Tensor &&
+        (v.type.dtype == DType::Bool) != mask) {
+      gen.error(e.getRange(),
+                "'" + call.callee + "' expects " +
+                    (mask ? "a bool mask" : "a numeric tensor") + " for " +
+                    what + ", got " + v.type.str());
+      return TV();
+    }
     if (v.type.kind != SpecType::Kind::Tensor || v.literal || v.scalar) {
       gen.error(e.getRange(), "'" + call.callee + "' expects a tensor for " +
                                   what + ", got " +
@@ -702,11 +710,20 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
           return TV();
         attrs.push_back(named("memory_slots", i64(*slots)));
       }
-      if (c.kw("key_padding")) {
-        error(c.kwRange("key_padding"),
-              "'key_padding=' takes a boolean mask, which the language cannot "
-              "build yet");
-        return TV();
+      if (const Expr *e = c.kw("key_padding")) {
+        TV pad = c.tensor(*e, "'key_padding'", /*mask=*/true);
+        if (!pad.ok())
+          return TV();
+        std::vector<Dim> expected(k.type.shape.begin(), k.type.shape.end() - 1);
+        if (pad.type.shape != expected) {
+          error(e->getRange(), "'attention': key_padding must be " +
+                                   SpecType::tensor(DType::Bool, expected)
+                                       .str() +
+                                   " (true hides a key), got " +
+                                   pad.type.str());
+          return TV();
+        }
+        operands.push_back(pad.value);
       }
     }
     auto results =
@@ -769,10 +786,20 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
     SmallVector<Value> operands{xs[0].value, xs[1].value, xs[2].value,
                                 xs[3].value, xs[4].value};
     SmallVector<NamedAttribute> attrs;
-    if (c.kw("active")) {
-      error(c.kwRange("active"), "'active=' takes a boolean mask, which the "
-                                 "language cannot build yet");
-      return TV();
+    if (const Expr *e = c.kw("active")) {
+      TV active = c.tensor(*e, "'active'", /*mask=*/true);
+      if (!active.ok())
+        return TV();
+      std::vector<Dim> tokens(xs[0].type.shape.begin(),
+                              xs[0].type.shape.end() - 1);
+      if (active.type.shape != tokens) {
+        error(e->getRange(), "'moe': active must be " +
+                                 SpecType::tensor(DType::Bool, tokens).str() +
+                                 " (one flag per token), got " +
+                                 active.type.str());
+        return TV();
+      }
+      operands.push_back(active.value);
     }
     if (const Expr *e = c.kw("activation")) {
       auto *s = llvm::dyn_cast<StringExpr>(e);

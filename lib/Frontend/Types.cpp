@@ -25,6 +25,8 @@ llvm::StringRef recur::frontend::dtypeName(DType dtype) {
     return "c64";
   case DType::C128:
     return "c128";
+  case DType::Bool:
+    return "bool";
   }
   return "?";
 }
@@ -37,6 +39,7 @@ std::optional<DType> recur::frontend::parseDType(llvm::StringRef name) {
       .Case("f64", DType::F64)
       .Case("c64", DType::C64)
       .Case("c128", DType::C128)
+      .Case("bool", DType::Bool)
       .Default(std::nullopt);
 }
 

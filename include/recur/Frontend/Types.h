@@ -16,7 +16,9 @@
 
 namespace recur::frontend {
 
-enum class DType { F16, BF16, F32, F64, C64, C128 };
+/// `bool` is for masks (key padding, active tokens): inputs only, no
+/// arithmetic.
+enum class DType { F16, BF16, F32, F64, C64, C128, Bool };
 
 llvm::StringRef dtypeName(DType dtype);
 std::optional<DType> parseDType(llvm::StringRef name);
