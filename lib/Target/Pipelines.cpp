@@ -16,11 +16,17 @@ using namespace mlir;
 
 void mlir::recur::buildReferenceLoweringPipeline(OpPassManager &pm) {
   // Spelled as text so the pipeline reads the same here, in the docs and in a
-  // recur-opt command line.
+  // recur-opt command line. Function boundaries get identity layouts, so a
+  // caller (mlir-runner, the ExecutionEngine) passes plain row-major memrefs;
+  // loops may carry freshly allocated tensors (the state of block_recurrence
+  // and depth_loop); the math ops LLVM has no lowering for (math.erf) become
+  // libm calls, after every other one has gone to LLVM as before.
   static constexpr const char *kPipeline =
       "convert-recur-to-loops,"
       "canonicalize,"
-      "one-shot-bufferize{bufferize-function-boundaries},"
+      "one-shot-bufferize{bufferize-function-boundaries "
+      "function-boundary-type-conversion=identity-layout-map "
+      "allow-return-allocs-from-loops},"
       "buffer-deallocation-pipeline,"
       "convert-bufferization-to-memref,"
       "convert-linalg-to-loops,"
@@ -28,6 +34,8 @@ void mlir::recur::buildReferenceLoweringPipeline(OpPassManager &pm) {
       "expand-strided-metadata,"
       "lower-affine,"
       "convert-complex-to-standard,"
+      "convert-math-to-llvm,"
+      "convert-math-to-libm,"
       "convert-to-llvm,"
       "reconcile-unrealized-casts";
   if (failed(parsePassPipeline(kPipeline, pm)))

@@ -12,14 +12,48 @@ include "mlir/Pass/PassBase.td"
 def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
   let summary = "Scalar reference lowering of recur ops to scf loops";
   let description = [{
-    Lowers recur ops to sequential `scf.for` loop nests over tensors, with
-    `tensor.extract` / `tensor.insert` on single elements and the arithmetic
-    in `arith`, `math` and `complex`. Nothing is tiled, vectorized or
-    parallelized: this lowering fixes the meaning of each op and serves as the
-    correctness reference for the optimized ones.
+    Lowers every recur op to sequential `scf.for` loop nests over tensors,
+    with `tensor.extract` / `tensor.insert` on single elements (and
+    `tensor.extract_slice` / `tensor.insert_slice` for whole blocks and
+    memory windows) and the arithmetic in `arith`, `math` and `complex`.
+    Nothing is tiled, vectorized or parallelized: this lowering fixes the
+    meaning of each op and serves as the correctness reference for the
+    optimized ones. Static sizes become constants, dynamic ones `tensor.dim`.
 
-    Covered today: `recur.linear_scan`, `recur.scan`, `recur.gate` and
-    `recur.stop_gradient`. The pass fails on any other recur op it meets.
+    - `linear_scan`, `scan`: a loop nest over the other dimensions around a
+      sequential loop over the axis carrying the state (the combine region
+      of `scan` inlined).
+    - `gated_linear_attention`: always the recurrent algorithm, one step and
+      one output column at a time, the matrix state (real or complex) kept in
+      the state result. `algorithm` and `chunk_size` only choose how an
+      optimized lowering evaluates the same recurrence, so this reference
+      ignores them.
+    - `gate`, `halting`: one loop nest over the elements (tokens); halted
+      tokens are exact copies (`arith.select`), and the halting threshold is
+      compared in f64.
+    - `window_attention`, `attention`, `rel_attention`: one query row at a
+      time over the range of keys it may see (a band, the causal prefix, the
+      memory plus the segment), with a per-key visibility test for the memory
+      mask and key padding; a two-pass safe softmax (the largest logit, then
+      `exp(logit - max)`, their sum and the weighted value rows), so no
+      exponential exceeds 1, and a zero row for a query that sees no key.
+      The T5 bucket is computed in f64 like the float64 oracle's.
+    - `block_recurrence`: an `scf.for` over the blocks, each input block an
+      `extract_slice`, the body inlined, each output block an
+      `insert_slice`, the carried values as iteration arguments.
+    - `memory_update`: the kept part of `[memory; new]` as (at most) two
+      slices; `stop_gradient`: its operand.
+    - `depth_loop`: an `scf.for` whose induction variable is the body's step
+      index, the body inlined.
+    - `route_topk`: k rounds of selection per token, each taking the largest
+      probability after the previous pick in the order (probability
+      descending, index ascending); `moe`: each selected expert's network
+      per token, with exact-erf gelu (`math.erf`).
+
+    Recur ops nested in inlined bodies are lowered in turn. The one form
+    that is refused, with an error, is a `block_recurrence` output with a
+    dynamic size other than the axis: the outputs are allocated before the
+    body runs.
 
     Before:
 

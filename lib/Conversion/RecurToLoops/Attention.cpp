@@ -1,0 +1,487 @@
+//===- Attention.cpp - reference loops of the recur attention ops ---------===//
+//
+// Part of the Recur project.
+//
+// recur.window_attention, recur.attention and recur.rel_attention: one
+// query row at a time, a two-pass safe softmax over the keys it sees (the
+// largest logit first, then exp(logit - max) and the weighted value rows),
+// and a zero row for a query that sees no key.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Patterns.h"
+#include "Utility.h"
+
+#include "Recur/IR/Recur.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <functional>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::recur;
+using namespace mlir::recur::loops;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Softmax rows
+//===----------------------------------------------------------------------===//
+
+using KeyFn = std::function<Value(OpBuilder &, Location, Value key)>;
+using ValueFn =
+    std::function<Value(OpBuilder &, Location, Value key, Value column)>;
+
+/// How one query reads its keys.
+struct KeyAccess {
+  /// The candidate keys are [begin, end).
+  Value begin, end;
+  /// Whether candidate key r is visible (i1); empty when all of them are.
+  KeyFn visible;
+  /// The logit of key r: scale * q . k_r plus any bias.
+  KeyFn logit;
+  /// Column j of key r's value row.
+  ValueFn value;
+};
+
+/// `then()` when `cond` holds, `passthrough` otherwise (an scf.if); just
+/// `then()`, built in place, when there is no condition.
+SmallVector<Value>
+buildIf(OpBuilder &b, Location loc, Value cond, ValueRange passthrough,
+        function_ref<SmallVector<Value>(OpBuilder &, Location)> then) {
+  if (!cond)
+    return then(b, loc);
+  auto ifOp = scf::IfOp::create(b, loc, passthrough.getTypes(), cond,
+                                /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  scf::YieldOp::create(b, loc, then(b, loc));
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  scf::YieldOp::create(b, loc, passthrough);
+  return SmallVector<Value>(ifOp.getResults());
+}
+
+/// The largest logit of the visible keys (-inf when there is none).
+Value maxLogit(OpBuilder &b, Location loc, Type elem, const KeyAccess &keys) {
+  Value negInf =
+      floatConst(b, loc, elem, -std::numeric_limits<double>::infinity());
+  return buildLoop(
+      b, loc, keys.begin, keys.end, negInf,
+      [&](OpBuilder &rb, Location l, ValueRange r, ValueRange max) {
+        Value visible = keys.visible ? keys.visible(rb, l, r[0]) : Value();
+        return buildIf(rb, l, visible, max, [&](OpBuilder &vb, Location vl) {
+          Value logit = keys.logit(vb, vl, r[0]);
+          return SmallVector<Value>{
+              arith::MaximumFOp::create(vb, vl, max[0], logit)};
+        });
+      })[0];
+}
+
+/// Writes `softmax(logits) V` over the visible keys into row `prefix` of
+/// `out` (`dv` columns); the row stays zero when no key is visible.
+Value attendRow(OpBuilder &b, Location loc, Value out, ValueRange prefix,
+                Value dv, const KeyAccess &keys) {
+  Type elem = cast<RankedTensorType>(out.getType()).getElementType();
+  Value zeroF = zeroOf(b, loc, elem);
+  out = fillRow(b, loc, out, prefix, dv,
+                [&](OpBuilder &, Location, Value) { return zeroF; });
+
+  // Pass 1: the largest logit, so that no exp below exceeds 1.
+  Value max = maxLogit(b, loc, elem, keys);
+
+  // Pass 2: w_r = exp(logit_r - max), sum_r w_r and sum_r w_r v_r.
+  SmallVector<Value> acc = buildLoop(
+      b, loc, keys.begin, keys.end, ValueRange{out, zeroF},
+      [&](OpBuilder &rb, Location l, ValueRange r, ValueRange iter) {
+        Value visible = keys.visible ? keys.visible(rb, l, r[0]) : Value();
+        return buildIf(rb, l, visible, iter, [&](OpBuilder &vb, Location vl) {
+          Value shifted =
+              arith::SubFOp::create(vb, vl, keys.logit(vb, vl, r[0]), max);
+          Value w = math::ExpOp::create(vb, vl, shifted);
+          Value sum = arith::AddFOp::create(vb, vl, iter[1], w);
+          Value row =
+              updateRow(vb, vl, iter[0], prefix, dv,
+                        [&](OpBuilder &jb, Location jl, Value j, Value old) {
+                          Value vr = keys.value(jb, jl, r[0], j);
+                          Value weighted = arith::MulFOp::create(jb, jl, w, vr);
+                          return arith::AddFOp::create(jb, jl, old, weighted);
+                        });
+          return SmallVector<Value>{row, sum};
+        });
+      });
+
+  // The sum is at least 1 (the largest logit's term) when any key is
+  // visible, and 0 when none is.
+  Value seen =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, acc[1], zeroF);
+  return buildIf(b, loc, seen, acc[0], [&](OpBuilder &nb, Location l) {
+    return SmallVector<Value>{
+        updateRow(nb, l, acc[0], prefix, dv,
+                  [&](OpBuilder &jb, Location jl, Value, Value old) {
+                    return arith::DivFOp::create(jb, jl, old, acc[1]);
+                  })};
+  })[0];
+}
+
+//===----------------------------------------------------------------------===//
+// recur.window_attention
+//===----------------------------------------------------------------------===//
+
+/// The unidirectional T5 bucket of `delta` (an index): with exact =
+/// numBuckets / 2, a distance n < exact is its own bucket; a larger one goes
+/// to exact + (int)(log(n / exact) / log(maxDistance / exact) * (numBuckets -
+/// exact)), clamped to the last bucket. Computed in f64 whatever the element
+/// type, so the bucket boundaries do not move with it.
+Value t5Bucket(OpBuilder &b, Location loc, Value delta, int64_t numBuckets,
+               int64_t maxDistance) {
+  int64_t maxExact = numBuckets / 2;
+  Type f64 = b.getF64Type();
+  Value zero = indexConst(b, loc, 0);
+  Value exact = indexConst(b, loc, maxExact);
+  Value n = arith::MaxSIOp::create(b, loc, delta, zero);
+  Value isExact =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, n, exact);
+  // The log branch only matters for n >= exact; clamping keeps its log finite.
+  Value nLog = arith::MaxSIOp::create(b, loc, n, exact);
+  Value exactF = floatConst(b, loc, f64, static_cast<double>(maxExact));
+  Value ratio =
+      arith::DivFOp::create(b, loc, indexToFloat(b, loc, nLog, f64), exactF);
+  Value rangeRatio = arith::DivFOp::create(
+      b, loc, floatConst(b, loc, f64, static_cast<double>(maxDistance)),
+      exactF);
+  Value frac = arith::DivFOp::create(b, loc, math::LogOp::create(b, loc, ratio),
+                                     math::LogOp::create(b, loc, rangeRatio));
+  Value scaled = arith::MulFOp::create(
+      b, loc, frac,
+      floatConst(b, loc, f64, static_cast<double>(numBuckets - maxExact)));
+  Value offset = arith::FPToSIOp::create(b, loc, b.getI64Type(), scaled);
+  Value logBucket = arith::AddIOp::create(
+      b, loc, exact,
+      arith::IndexCastOp::create(b, loc, b.getIndexType(), offset));
+  Value clamped = arith::MinSIOp::create(b, loc, logBucket,
+                                         indexConst(b, loc, numBuckets - 1));
+  return arith::SelectOp::create(b, loc, isExact, n, clamped);
+}
+
+/// The keys query position `p` sees, as a range [begin, end) of key indices
+/// r, key r sitting at position r - C (the C cache entries come first):
+///   token band: 1 <= p - pos <= window (0 <= p - pos <= window - 1 with
+///               include_self);
+///   block band: pos >= (p / block) * block - window (the query's block and
+///               the window / block blocks before it; blocks start at
+///               position 0 and continue into the cache), p - pos >= 1
+///               (>= 0 with include_self).
+std::pair<Value, Value> windowKeyRange(OpBuilder &b, Location loc, Value p,
+                                       Value cacheLen, int64_t window,
+                                       int64_t block, bool includeSelf) {
+  int64_t minDelta = includeSelf ? 0 : 1;
+  Value first;
+  if (block == 0) {
+    int64_t maxDelta = includeSelf ? window - 1 : window;
+    first = arith::SubIOp::create(b, loc, p, indexConst(b, loc, maxDelta));
+  } else {
+    Value blockLen = indexConst(b, loc, block);
+    Value blockStart = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, p, blockLen), blockLen);
+    first =
+        arith::SubIOp::create(b, loc, blockStart, indexConst(b, loc, window));
+  }
+  Value last = arith::SubIOp::create(b, loc, p, indexConst(b, loc, minDelta));
+  Value begin = arith::MaxSIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, first, cacheLen),
+      indexConst(b, loc, 0));
+  Value end = arith::AddIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, last, cacheLen),
+      indexConst(b, loc, 1));
+  return {begin, end};
+}
+
+/// Element `e` of row `r` of the keys (or values) preceded by the cache:
+/// `cache[lead, r, e]` for r < C, `seq[lead, r - C, e]` after it.
+Value readAfterCache(OpBuilder &b, Location loc, Value cache, Value seq,
+                     ValueRange lead, Value cacheLen, Value r, Value e) {
+  if (!cache)
+    return extractAt(b, loc, seq, concatIndices(lead, ValueRange{r, e}));
+  Value inCache =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, r, cacheLen);
+  auto ifOp = scf::IfOp::create(
+      b, loc, inCache,
+      [&](OpBuilder &tb, Location l) {
+        scf::YieldOp::create(
+            tb, l, extractAt(tb, l, cache, concatIndices(lead, {r, e})));
+      },
+      [&](OpBuilder &eb, Location l) {
+        Value pos = arith::SubIOp::create(eb, l, r, cacheLen);
+        scf::YieldOp::create(
+            eb, l, extractAt(eb, l, seq, concatIndices(lead, {pos, e})));
+      });
+  return ifOp.getResult(0);
+}
+
+/// The position bias of `delta` for head `head`: t5 reads the bias table at
+/// the delta's bucket, alibi gives -slope * delta.
+Value positionBias(OpBuilder &b, Location loc, WindowAttentionOp op, Value head,
+                   Value delta) {
+  Value bias = op.getBias();
+  switch (op.getBiasKind()) {
+  case BiasKind::None:
+    return Value();
+  case BiasKind::T5: {
+    int64_t buckets = op.getNumBuckets() ? op.getNumBucketsAttr().getInt() : 32;
+    int64_t maxDistance =
+        op.getMaxDistance() ? op.getMaxDistanceAttr().getInt() : 128;
+    Value bucket = t5Bucket(b, loc, delta, buckets, maxDistance);
+    return extractAt(b, loc, bias, {head, bucket});
+  }
+  case BiasKind::Alibi: {
+    Value slope = extractAt(b, loc, bias, {head});
+    Value negSlope = arith::NegFOp::create(b, loc, slope);
+    return arith::MulFOp::create(b, loc, negSlope,
+                                 indexToFloat(b, loc, delta, slope.getType()));
+  }
+  }
+  llvm_unreachable("unknown bias kind");
+}
+
+struct WindowAttentionToLoops : OpRewritePattern<WindowAttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(WindowAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto outType = cast<RankedTensorType>(op.getType());
+    Type elem = outType.getElementType();
+    int64_t rank = outType.getRank();
+    SmallVector<Value> qSizes = dimSizes(rewriter, loc, op.getQ());
+    SmallVector<Value> vSizes = dimSizes(rewriter, loc, op.getV());
+    Value d = qSizes[rank - 1], dv = vSizes[rank - 1];
+    Value cacheLen = op.getKCache()
+                         ? dimSize(rewriter, loc, op.getKCache(), rank - 2)
+                         : indexConst(rewriter, loc, 0);
+    Value scale = attentionScale(rewriter, loc, elem, op.getScale(), d);
+    Value out = emptyLike(rewriter, loc, outType, vSizes);
+
+    // One query row per (leading index, position p).
+    SmallVector<Value> results = buildNest(
+        rewriter, loc, ArrayRef<Value>(qSizes).drop_back(), out,
+        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+          ValueRange lead = ivs.drop_back();
+          Value p = ivs.back();
+          KeyAccess keys;
+          std::tie(keys.begin, keys.end) =
+              windowKeyRange(b, l, p, cacheLen, op.getWindowAttr().getInt(),
+                             op.getBlockAttr().getInt(), op.getIncludeSelf());
+          keys.logit = [&](OpBuilder &kb, Location kl, Value r) {
+            Value dot = dotProduct(
+                kb, kl, elem, d,
+                [&](OpBuilder &eb, Location el, Value e) {
+                  return extractAt(eb, el, op.getQ(),
+                                   concatIndices(lead, ValueRange{p, e}));
+                },
+                [&](OpBuilder &eb, Location el, Value e) {
+                  return readAfterCache(eb, el, op.getKCache(), op.getK(), lead,
+                                        cacheLen, r, e);
+                });
+            Value logit = arith::MulFOp::create(kb, kl, scale, dot);
+            if (op.getBiasKind() == BiasKind::None)
+              return logit;
+            // delta = p - (r - C); the heads are the dimension before T.
+            Value delta = arith::SubIOp::create(
+                kb, kl, arith::AddIOp::create(kb, kl, p, cacheLen), r);
+            Value bias = positionBias(kb, kl, op, lead.back(), delta);
+            return arith::AddFOp::create(kb, kl, logit, bias).getResult();
+          };
+          keys.value = [&](OpBuilder &vb, Location vl, Value r, Value j) {
+            return readAfterCache(vb, vl, op.getVCache(), op.getV(), lead,
+                                  cacheLen, r, j);
+          };
+          return SmallVector<Value>{attendRow(b, l, args[0], ivs, dv, keys)};
+        });
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// recur.attention
+//===----------------------------------------------------------------------===//
+
+struct AttentionToLoops : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto outType = cast<RankedTensorType>(op.getType());
+    Type elem = outType.getElementType();
+    int64_t rank = outType.getRank();
+    SmallVector<Value> qSizes = dimSizes(rewriter, loc, op.getQ());
+    SmallVector<Value> vSizes = dimSizes(rewriter, loc, op.getV());
+    Value tq = qSizes[rank - 2], d = qSizes[rank - 1];
+    Value tk = vSizes[rank - 2], dv = vSizes[rank - 1];
+    SmallVector<Value> outSizes(ArrayRef<Value>(qSizes).drop_back());
+    outSizes.push_back(dv);
+    Value scale = attentionScale(rewriter, loc, elem, op.getScale(), d);
+    Value out = emptyLike(rewriter, loc, outType, outSizes);
+    MaskKind mask = op.getMask();
+    Value padding = op.getKeyPadding();
+
+    // One query row per (leading index, query i).
+    SmallVector<Value> results = buildNest(
+        rewriter, loc, ArrayRef<Value>(qSizes).drop_back(), out,
+        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+          ValueRange lead = ivs.drop_back();
+          Value i = ivs.back();
+          KeyAccess keys;
+          keys.begin = indexConst(b, l, 0);
+          keys.end = tk;
+          if (mask == MaskKind::Causal) {
+            // Query i sees the keys j <= i + (Tk - Tq).
+            Value shift = arith::SubIOp::create(b, l, tk, tq);
+            keys.end = arith::AddIOp::create(
+                b, l, arith::AddIOp::create(b, l, i, shift),
+                indexConst(b, l, 1));
+          }
+          if (mask == MaskKind::Memory || padding) {
+            keys.visible = [&](OpBuilder &kb, Location kl, Value j) {
+              Value visible;
+              if (mask == MaskKind::Memory) {
+                // A slot row sees its own slot and every token; a token row
+                // sees everything.
+                Value slots =
+                    indexConst(kb, kl, op.getMemorySlotsAttr().getInt());
+                auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) {
+                  return arith::CmpIOp::create(kb, kl, pred, x, y);
+                };
+                visible = arith::OrIOp::create(
+                    kb, kl, cmp(arith::CmpIPredicate::sge, i, slots),
+                    arith::OrIOp::create(
+                        kb, kl, cmp(arith::CmpIPredicate::eq, j, i),
+                        cmp(arith::CmpIPredicate::sge, j, slots)));
+              }
+              if (padding) {
+                Value pad = extractAt(kb, kl, padding,
+                                      concatIndices(lead, ValueRange{j}));
+                Value kept = arith::XOrIOp::create(
+                    kb, kl, pad,
+                    arith::ConstantIntOp::create(kb, kl, 1, /*width=*/1));
+                visible = visible ? arith::AndIOp::create(kb, kl, visible, kept)
+                                        .getResult()
+                                  : kept;
+              }
+              return visible;
+            };
+          }
+          keys.logit = [&](OpBuilder &kb, Location kl, Value j) {
+            Value dot = dotProduct(
+                kb, kl, elem, d,
+                [&](OpBuilder &eb, Location el, Value e) {
+                  return extractAt(eb, el, op.getQ(),
+                                   concatIndices(lead, ValueRange{i, e}));
+                },
+                [&](OpBuilder &eb, Location el, Value e) {
+                  return extractAt(eb, el, op.getK(),
+                                   concatIndices(lead, ValueRange{j, e}));
+                });
+            return arith::MulFOp::create(kb, kl, scale, dot).getResult();
+          };
+          keys.value = [&](OpBuilder &vb, Location vl, Value j, Value c) {
+            return extractAt(vb, vl, op.getV(),
+                             concatIndices(lead, ValueRange{j, c}));
+          };
+          return SmallVector<Value>{attendRow(b, l, args[0], ivs, dv, keys)};
+        });
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// recur.rel_attention
+//===----------------------------------------------------------------------===//
+
+struct RelAttentionToLoops : OpRewritePattern<RelAttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(RelAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto outType = cast<RankedTensorType>(op.getType());
+    Type elem = outType.getElementType();
+    int64_t rank = outType.getRank();
+    SmallVector<Value> qSizes = dimSizes(rewriter, loc, op.getQ());
+    SmallVector<Value> vSizes = dimSizes(rewriter, loc, op.getV());
+    Value segment = qSizes[rank - 2], dh = qSizes[rank - 1];
+    Value keyLen = vSizes[rank - 2], dv = vSizes[rank - 1];
+    SmallVector<Value> outSizes(ArrayRef<Value>(qSizes).drop_back());
+    outSizes.push_back(dv);
+    // M = K - L memory positions precede the segment.
+    Value memLen = arith::SubIOp::create(rewriter, loc, keyLen, segment);
+    Value lastRow = arith::SubIOp::create(rewriter, loc, keyLen,
+                                          indexConst(rewriter, loc, 1));
+    Value scale = attentionScale(rewriter, loc, elem, op.getScale(), dh);
+    Value out = emptyLike(rewriter, loc, outType, outSizes);
+
+    // One query row per (leading index, segment position i).
+    SmallVector<Value> results = buildNest(
+        rewriter, loc, ArrayRef<Value>(qSizes).drop_back(), out,
+        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+          ValueRange lead = ivs.drop_back();
+          Value head = lead.back();
+          Value i = ivs.back();
+          // Query i sees the keys j <= M + i.
+          Value queryPos = arith::AddIOp::create(b, l, memLen, i);
+          KeyAccess keys;
+          keys.begin = indexConst(b, l, 0);
+          keys.end = arith::AddIOp::create(b, l, queryPos, indexConst(b, l, 1));
+          keys.logit = [&](OpBuilder &kb, Location kl, Value j) {
+            // S = (q_i + u) . k_j + (q_i + pos_bias) . r[K - 1 - (M + i - j)]
+            Value delta = arith::SubIOp::create(kb, kl, queryPos, j);
+            Value row = arith::SubIOp::create(kb, kl, lastRow, delta);
+            Value zero = indexConst(kb, kl, 0);
+            Value zeroF = zeroOf(kb, kl, elem);
+            SmallVector<Value> terms = buildLoop(
+                kb, kl, zero, dh, ValueRange{zeroF, zeroF},
+                [&](OpBuilder &eb, Location el, ValueRange e, ValueRange acc) {
+                  Value qe =
+                      extractAt(eb, el, op.getQ(),
+                                concatIndices(lead, ValueRange{i, e[0]}));
+                  Value ue = extractAt(eb, el, op.getU(), {head, e[0]});
+                  Value pe = extractAt(eb, el, op.getPosBias(), {head, e[0]});
+                  Value ke =
+                      extractAt(eb, el, op.getK(),
+                                concatIndices(lead, ValueRange{j, e[0]}));
+                  Value re = extractAt(eb, el, op.getR(), {head, row, e[0]});
+                  Value content = arith::MulFOp::create(
+                      eb, el, arith::AddFOp::create(eb, el, qe, ue), ke);
+                  Value position = arith::MulFOp::create(
+                      eb, el, arith::AddFOp::create(eb, el, qe, pe), re);
+                  return SmallVector<Value>{
+                      arith::AddFOp::create(eb, el, acc[0], content),
+                      arith::AddFOp::create(eb, el, acc[1], position)};
+                });
+            Value score = arith::AddFOp::create(kb, kl, terms[0], terms[1]);
+            return arith::MulFOp::create(kb, kl, scale, score).getResult();
+          };
+          keys.value = [&](OpBuilder &vb, Location vl, Value j, Value c) {
+            return extractAt(vb, vl, op.getV(),
+                             concatIndices(lead, ValueRange{j, c}));
+          };
+          return SmallVector<Value>{attendRow(b, l, args[0], ivs, dv, keys)};
+        });
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::recur::loops::populateAttentionPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<WindowAttentionToLoops, AttentionToLoops, RelAttentionToLoops>(
+      patterns.getContext());
+}

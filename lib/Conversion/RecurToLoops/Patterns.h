@@ -1,0 +1,48 @@
+//===- Patterns.h - RecurToLoops patterns by op family ----------*- C++ -*-===//
+//
+// Part of the Recur project.
+//
+// One populate function per op family; each lives in the file of the same
+// name and populateRecurToLoopsPatterns (RecurToLoops.cpp) calls them all.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RECUR_LIB_CONVERSION_RECURTOLOOPS_PATTERNS_H
+#define RECUR_LIB_CONVERSION_RECURTOLOOPS_PATTERNS_H
+
+#include "Recur/IR/Recur.h"
+
+#include <string>
+
+namespace mlir {
+class RewritePatternSet;
+
+namespace recur::loops {
+
+/// linear_scan, scan and gated_linear_attention (Scans.cpp).
+void populateScanPatterns(RewritePatternSet &patterns);
+
+/// gate (Gates.cpp).
+void populateGatePatterns(RewritePatternSet &patterns);
+
+/// window_attention, attention and rel_attention (Attention.cpp).
+void populateAttentionPatterns(RewritePatternSet &patterns);
+
+/// block_recurrence, memory_update and stop_gradient (Blocks.cpp).
+void populateBlockPatterns(RewritePatternSet &patterns);
+
+/// Why the reference lowering cannot lower `op` (empty when it can): the
+/// outputs are allocated before the body runs, so their sizes other than the
+/// axis must be static.
+std::string whyNotLowerable(BlockRecurrenceOp op);
+
+/// halting and depth_loop (Depth.cpp).
+void populateDepthPatterns(RewritePatternSet &patterns);
+
+/// route_topk and moe (Experts.cpp).
+void populateExpertPatterns(RewritePatternSet &patterns);
+
+} // namespace recur::loops
+} // namespace mlir
+
+#endif // RECUR_LIB_CONVERSION_RECURTOLOOPS_PATTERNS_H

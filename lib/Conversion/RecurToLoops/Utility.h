@@ -1,0 +1,127 @@
+//===- Utility.h - helpers of the scalar reference lowering -----*- C++ -*-===//
+//
+// Part of the Recur project.
+//
+// Small builders shared by the RecurToLoops patterns: sizes and empty
+// tensors, scalar constants and arithmetic over real or complex elements,
+// loops that yield what their body returns, and inlining of recur regions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RECUR_LIB_CONVERSION_RECURTOLOOPS_UTILITY_H
+#define RECUR_LIB_CONVERSION_RECURTOLOOPS_UTILITY_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <optional>
+
+namespace mlir::recur::loops {
+
+/// The body of a loop (or loop nest): given the induction variable(s) and the
+/// iteration arguments, builds the iteration and returns the values to yield.
+using LoopBody = function_ref<SmallVector<Value>(
+    OpBuilder &, Location, ValueRange ivs, ValueRange args)>;
+
+//===----------------------------------------------------------------------===//
+// Sizes and tensors
+//===----------------------------------------------------------------------===//
+
+/// The sizes of every dimension of `tensor`, constants where static and
+/// `tensor.dim` where dynamic.
+SmallVector<Value> dimSizes(OpBuilder &b, Location loc, Value tensor);
+
+/// The size of dimension `dim` of `tensor` (a constant when static).
+Value dimSize(OpBuilder &b, Location loc, Value tensor, int64_t dim);
+
+/// An uninitialized tensor of `type` whose dynamic sizes come from `sizes`
+/// (one entry per dimension).
+Value emptyLike(OpBuilder &b, Location loc, RankedTensorType type,
+                ArrayRef<Value> sizes);
+
+/// `a` followed by `b`, as one index list.
+SmallVector<Value> concatIndices(ValueRange a, ValueRange b);
+
+/// Reads the element of `tensor` at `idx`.
+Value extractAt(OpBuilder &b, Location loc, Value tensor, ValueRange idx);
+
+/// Writes `value` into `tensor` at `idx`; returns the new tensor.
+Value insertAt(OpBuilder &b, Location loc, Value value, Value tensor,
+               ValueRange idx);
+
+//===----------------------------------------------------------------------===//
+// Scalars
+//===----------------------------------------------------------------------===//
+
+Value indexConst(OpBuilder &b, Location loc, int64_t value);
+
+/// A float constant of type `elem`, rounded to it.
+Value floatConst(OpBuilder &b, Location loc, Type elem, double value);
+
+/// Zero of a float or complex type.
+Value zeroOf(OpBuilder &b, Location loc, Type elem);
+
+/// x * y and x + y over float or complex elements.
+Value mul(OpBuilder &b, Location loc, Value x, Value y);
+Value add(OpBuilder &b, Location loc, Value x, Value y);
+
+/// sigmoid(x) = 1 / (1 + exp(-x)); exp overflowing to inf gives exactly 0.
+Value sigmoid(OpBuilder &b, Location loc, Value x);
+
+/// A scalar that depends on one index (an element of a row, say).
+using IndexFn = function_ref<Value(OpBuilder &, Location, Value)>;
+
+/// `sum_e x(e) * y(e)` over e in [0, n), accumulated in order from zero in
+/// the float type `elem`.
+Value dotProduct(OpBuilder &b, Location loc, Type elem, Value n, IndexFn x,
+                 IndexFn y);
+
+/// The index `x` as a float of type `elem` (through i64).
+Value indexToFloat(OpBuilder &b, Location loc, Value x, Type elem);
+
+/// The attention scale: the attribute when given, otherwise 1/sqrt(d) (a
+/// constant when `d` is).
+Value attentionScale(OpBuilder &b, Location loc, Type elem,
+                     std::optional<APFloat> scale, Value d);
+
+//===----------------------------------------------------------------------===//
+// Loops and regions
+//===----------------------------------------------------------------------===//
+
+/// `scf.for %iv = lb to ub step 1 iter_args(iterArgs)` whose body is `body`
+/// followed by a yield of what it returns; returns the loop's results.
+SmallVector<Value> buildLoop(OpBuilder &b, Location loc, Value lb, Value ub,
+                             ValueRange iterArgs, LoopBody body);
+
+/// A nest of loops from 0 to each of `ubs` (outermost first) threading
+/// `iterArgs`; `body` sees one induction variable per loop. With no `ubs`
+/// the body is built once, in place.
+SmallVector<Value> buildNest(OpBuilder &b, Location loc, ValueRange ubs,
+                             ValueRange iterArgs, LoopBody body);
+
+/// The nest of loops over every dimension of `sizes` except `axis` (all of
+/// them when `axis` is negative).
+SmallVector<Value> buildNestExcept(OpBuilder &b, Location loc,
+                                   ArrayRef<Value> sizes, int64_t axis,
+                                   ValueRange iterArgs, LoopBody body);
+
+/// Replaces the elements [0, n) of row `prefix` of `tensor` (the indices
+/// `prefix..., j`) by `update(j, old element)`; returns the new tensor.
+Value updateRow(
+    OpBuilder &b, Location loc, Value tensor, ValueRange prefix, Value n,
+    function_ref<Value(OpBuilder &, Location, Value j, Value old)> update);
+
+/// Writes `value(j)` to the elements [0, n) of row `prefix` of `tensor`;
+/// returns the new tensor.
+Value fillRow(OpBuilder &b, Location loc, Value tensor, ValueRange prefix,
+              Value n, IndexFn value);
+
+/// Clones the operations of `block` (a recur region ending in recur.yield)
+/// at the builder's point with its arguments bound to `args`; returns the
+/// values the yield would return.
+SmallVector<Value> inlineBlock(OpBuilder &b, Block &block, ValueRange args);
+
+} // namespace mlir::recur::loops
+
+#endif // RECUR_LIB_CONVERSION_RECURTOLOOPS_UTILITY_H

@@ -1,0 +1,1908 @@
+//===- ReferenceLoweringTest.cpp - reference loops against the oracle -----===//
+//
+// Part of the Recur project.
+//
+// Differential tests of the scalar reference lowering. Every recur op is
+// written as a small MLIR function with static shapes, lowered by the
+// reference pipeline (buildReferenceLoweringPipeline: RecurToLoops,
+// bufferization with identity layouts at the function boundary, LLVM),
+// JIT-compiled with mlir::ExecutionEngine and called through its C interface
+// on random inputs. Its results are compared with the float64 oracle
+// (lib/Reference), which shares no code with the lowering.
+//
+// Inputs are drawn in double and rounded to the element type before the
+// oracle sees them, so only the lowering's arithmetic is measured. Errors are
+// normwise, max|actual - expected| / max|expected|, per result; the worst one
+// of each op and element type is printed at the end of the run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Recur/IR/Recur.h"
+#include "recur/Conversion/Passes.h"
+#include "recur/Reference/Reference.h"
+#include "recur/Target/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "gtest/gtest.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+using namespace recur::reference;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Element types and tolerances
+//===----------------------------------------------------------------------===//
+
+enum class Dtype { F64, F32 };
+const Dtype kDtypes[] = {Dtype::F64, Dtype::F32};
+
+const char *name(Dtype dt) { return dt == Dtype::F64 ? "f64" : "f32"; }
+
+/// float64: the lowering evaluates the oracle's sums in the oracle's order
+/// with the same libm, so what differs is a handful of differently rounded
+/// operations per result (the oracle's two-branch sigmoid, complex products
+/// through complex-to-standard); any of those is ~1e-16 relative.
+constexpr double kTolF64 = 1e-12;
+/// float32: the unit roundoff is 6e-8. Every result here is a dot product
+/// over d <= 8, a softmax over at most 40 keys, an expert over d x D <= 40
+/// terms or a recurrence whose decays are contracting (|a| <= sigmoid(6),
+/// memory of a few hundred steps even at T = 65536), so it carries at most a
+/// few hundred roundings, mostly of random sign: the errors seen are 1e-7 to
+/// 1e-6 normwise. 1e-5 leaves a margin of ten over the worst of them, while a
+/// semantic slip (a key off the band, a wrong bias or bucket, a skipped step)
+/// moves results by 1e-3 or more.
+constexpr double kTolF32 = 1e-5;
+
+double tolerance(Dtype dt) { return dt == Dtype::F64 ? kTolF64 : kTolF32; }
+
+double roundTo(Dtype dt, double x) {
+  return dt == Dtype::F64 ? x : static_cast<double>(static_cast<float>(x));
+}
+
+/// Substitutes `$NAME` placeholders (longest names first, so `$QK` is not
+/// read as `$Q` followed by `K`).
+std::string fill(std::string text,
+                 std::vector<std::pair<std::string, std::string>> subs) {
+  std::sort(subs.begin(), subs.end(), [](const auto &x, const auto &y) {
+    return x.first.size() > y.first.size();
+  });
+  for (const auto &[key, value] : subs) {
+    std::string pattern = "$" + key;
+    for (size_t at = text.find(pattern); at != std::string::npos;
+         at = text.find(pattern, at + value.size()))
+      text.replace(at, pattern.size(), value);
+  }
+  return text;
+}
+
+/// `tensor<2x3xf32>`; a negative size is spelled `?`.
+std::string ty(const std::vector<int64_t> &shape, const std::string &elem) {
+  std::string s = "tensor<";
+  for (int64_t d : shape)
+    s += (d < 0 ? std::string("?") : std::to_string(d)) + "x";
+  return s + elem + ">";
+}
+
+/// `shape` with the dimensions `dims` made dynamic (spelled `?` by `ty`).
+std::vector<int64_t> dyn(std::vector<int64_t> shape,
+                         const std::vector<size_t> &dims) {
+  for (size_t d : dims)
+    shape[d] = -1;
+  return shape;
+}
+
+//===----------------------------------------------------------------------===//
+// Worst errors
+//===----------------------------------------------------------------------===//
+
+std::map<std::string, std::map<std::string, double>> &worstErrors() {
+  static std::map<std::string, std::map<std::string, double>> worst;
+  return worst;
+}
+
+/// Prints the worst normwise error of each op and element type.
+class WorstErrorReport : public ::testing::Environment {
+public:
+  void TearDown() override {
+    if (worstErrors().empty())
+      return;
+    llvm::outs() << "worst normwise errors (max|diff| / max|ref|):\n";
+    for (const auto &[op, byType] : worstErrors()) {
+      llvm::outs() << "  " << op;
+      for (const auto &[type, err] : byType)
+        llvm::outs() << "  " << type << " " << llvm::format("%.2e", err);
+      llvm::outs() << "\n";
+    }
+    llvm::outs().flush();
+  }
+};
+
+[[maybe_unused]] ::testing::Environment *const kReport =
+    ::testing::AddGlobalTestEnvironment(new WorstErrorReport);
+
+/// Checks `actual` against `expected` normwise within the tolerance of `dt`
+/// (and that every element is finite), recording the error under `op`.
+template <typename T>
+void expectClose(const std::string &op, Dtype dt, const Tensor<T> &actual,
+                 const Tensor<T> &expected) {
+  ASSERT_EQ(shapeString(actual.shape), shapeString(expected.shape)) << op;
+  double diff = 0.0, scale = 0.0;
+  bool finite = true;
+  for (size_t n = 0; n < actual.data.size(); ++n) {
+    finite &= std::isfinite(std::abs(actual.data[n]));
+    diff = std::max(diff, std::abs(actual.data[n] - expected.data[n]));
+    scale = std::max(scale, std::abs(expected.data[n]));
+  }
+  double err = !finite ? HUGE_VAL : scale > 0.0 ? diff / scale : diff;
+  double &worst = worstErrors()[op][name(dt)];
+  worst = std::max(worst, err);
+  EXPECT_TRUE(finite) << op << " (" << name(dt) << ") has a NaN or inf";
+  EXPECT_LE(err, tolerance(dt))
+      << op << " (" << name(dt) << "): normwise error " << err;
+}
+
+//===----------------------------------------------------------------------===//
+// Host tensors and the JIT
+//===----------------------------------------------------------------------===//
+
+/// The values of a function argument or result, whatever its element type
+/// (reals, integers and booleans in the real part).
+struct HostTensor {
+  std::vector<int64_t> shape;
+  std::vector<Complex> values;
+};
+
+HostTensor host(const Tensor<double> &t) {
+  return {t.shape, std::vector<Complex>(t.data.begin(), t.data.end())};
+}
+HostTensor host(const Tensor<Complex> &t) { return {t.shape, t.data}; }
+HostTensor host(const Tensor<int32_t> &t) {
+  HostTensor h{t.shape, {}};
+  for (int32_t x : t.data)
+    h.values.emplace_back(static_cast<double>(x), 0.0);
+  return h;
+}
+HostTensor host(const Tensor<bool> &t) {
+  HostTensor h{t.shape, {}};
+  for (bool x : t.data)
+    h.values.emplace_back(x ? 1.0 : 0.0, 0.0);
+  return h;
+}
+
+Tensor<double> real(const HostTensor &h) {
+  Tensor<double> t(h.shape);
+  for (size_t n = 0; n < h.values.size(); ++n)
+    t.data[n] = h.values[n].real();
+  return t;
+}
+Tensor<Complex> complexOf(const HostTensor &h) {
+  return Tensor<Complex>(h.shape, h.values);
+}
+Tensor<int32_t> ints(const HostTensor &h) {
+  Tensor<int32_t> t(h.shape);
+  for (size_t n = 0; n < h.values.size(); ++n)
+    t.data[n] = static_cast<int32_t>(h.values[n].real());
+  return t;
+}
+
+enum class Elem { F32, F64, C32, C64, I32, I1 };
+
+Elem elemOf(mlir::Type type) {
+  if (type.isF32())
+    return Elem::F32;
+  if (type.isF64())
+    return Elem::F64;
+  if (type.isInteger(32))
+    return Elem::I32;
+  if (type.isInteger(1))
+    return Elem::I1;
+  auto complex = mlir::cast<mlir::ComplexType>(type);
+  return complex.getElementType().isF32() ? Elem::C32 : Elem::C64;
+}
+
+size_t elemBytes(Elem elem) {
+  switch (elem) {
+  case Elem::F32:
+  case Elem::I32:
+    return 4;
+  case Elem::F64:
+  case Elem::C32:
+    return 8;
+  case Elem::C64:
+    return 16;
+  case Elem::I1:
+    return 1;
+  }
+  return 0;
+}
+
+void store(Elem elem, const Complex &x, char *at) {
+  switch (elem) {
+  case Elem::F32: {
+    float v = static_cast<float>(x.real());
+    std::memcpy(at, &v, sizeof v);
+    return;
+  }
+  case Elem::F64: {
+    double v = x.real();
+    std::memcpy(at, &v, sizeof v);
+    return;
+  }
+  case Elem::C32: {
+    float v[2] = {static_cast<float>(x.real()), static_cast<float>(x.imag())};
+    std::memcpy(at, v, sizeof v);
+    return;
+  }
+  case Elem::C64: {
+    double v[2] = {x.real(), x.imag()};
+    std::memcpy(at, v, sizeof v);
+    return;
+  }
+  case Elem::I32: {
+    int32_t v = static_cast<int32_t>(x.real());
+    std::memcpy(at, &v, sizeof v);
+    return;
+  }
+  case Elem::I1:
+    *at = x.real() != 0.0 ? 1 : 0;
+    return;
+  }
+}
+
+Complex load(Elem elem, const char *at) {
+  switch (elem) {
+  case Elem::F32: {
+    float v;
+    std::memcpy(&v, at, sizeof v);
+    return v;
+  }
+  case Elem::F64: {
+    double v;
+    std::memcpy(&v, at, sizeof v);
+    return v;
+  }
+  case Elem::C32: {
+    float v[2];
+    std::memcpy(v, at, sizeof v);
+    return Complex(v[0], v[1]);
+  }
+  case Elem::C64: {
+    double v[2];
+    std::memcpy(v, at, sizeof v);
+    return Complex(v[0], v[1]);
+  }
+  case Elem::I32: {
+    int32_t v;
+    std::memcpy(&v, at, sizeof v);
+    return static_cast<double>(v);
+  }
+  case Elem::I1:
+    return (*at & 1) ? 1.0 : 0.0;
+  }
+  return 0.0;
+}
+
+/// The context every test module is parsed in: all upstream dialects,
+/// extensions and passes (the pipeline is parsed from text), recur, and the
+/// translations to LLVM IR that the ExecutionEngine needs.
+mlir::MLIRContext &jitContext() {
+  static std::unique_ptr<mlir::MLIRContext> context = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    mlir::registerAllPasses();
+    mlir::recur::registerRecurConversionPasses();
+    mlir::DialectRegistry registry;
+    mlir::registerAllDialects(registry);
+    mlir::registerAllExtensions(registry);
+    mlir::registerBuiltinDialectTranslation(registry);
+    mlir::registerLLVMDialectTranslation(registry);
+    registry.insert<mlir::recur::RecurDialect>();
+    return std::make_unique<mlir::MLIRContext>(
+        registry, mlir::MLIRContext::Threading::DISABLED);
+  }();
+  return *context;
+}
+
+/// One row-major buffer and its memref descriptor: allocated and aligned
+/// pointers, offset, sizes, strides (the layout of StridedMemRefType).
+struct ArgBuffer {
+  std::vector<uint64_t> storage; // 8-byte aligned elements
+  std::vector<int64_t> descriptor;
+};
+
+ArgBuffer makeArg(Elem elem, const HostTensor &t) {
+  ArgBuffer a;
+  size_t bytes = elemBytes(elem) * t.values.size();
+  a.storage.assign(std::max<size_t>(1, (bytes + 7) / 8), 0);
+  char *base = reinterpret_cast<char *>(a.storage.data());
+  for (size_t n = 0; n < t.values.size(); ++n)
+    store(elem, t.values[n], base + n * elemBytes(elem));
+  auto ptr = static_cast<int64_t>(reinterpret_cast<intptr_t>(base));
+  a.descriptor = {ptr, ptr, 0};
+  a.descriptor.insert(a.descriptor.end(), t.shape.begin(), t.shape.end());
+  std::vector<int64_t> strides(t.shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(t.shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * t.shape[d + 1];
+  a.descriptor.insert(a.descriptor.end(), strides.begin(), strides.end());
+  return a;
+}
+
+/// Lowers `source`, a module whose function @f (with llvm.emit_c_interface)
+/// takes and returns ranked tensors (static shapes, or dynamic ones that
+/// `args` fix at run time), through the reference pipeline,
+/// JIT-compiles it, calls @f on `args` and returns its results (nothing,
+/// after a test failure, when any step fails).
+std::vector<HostTensor> runLowered(const std::string &source,
+                                   const std::vector<HostTensor> &args) {
+  mlir::MLIRContext &context = jitContext();
+  std::string diagnostics;
+  llvm::raw_string_ostream diagOS(diagnostics);
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
+    diagOS << d.getLocation() << ": " << d << "\n";
+    return mlir::success();
+  });
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(source,
+                                              mlir::ParserConfig(&context));
+  if (!module) {
+    ADD_FAILURE() << "cannot parse:\n" << diagnostics << source;
+    return {};
+  }
+  auto fn = module->lookupSymbol<mlir::func::FuncOp>("f");
+  if (!fn) {
+    ADD_FAILURE() << "no function @f in:\n" << source;
+    return {};
+  }
+  std::vector<Elem> argElems, resultElems;
+  std::vector<int64_t> resultRanks;
+  for (auto [i, type] : llvm::enumerate(fn.getArgumentTypes())) {
+    auto tensor = mlir::cast<mlir::RankedTensorType>(type);
+    argElems.push_back(elemOf(tensor.getElementType()));
+    bool matches =
+        i < args.size() &&
+        tensor.getRank() == static_cast<int64_t>(args[i].shape.size());
+    for (int64_t d = 0; matches && d < tensor.getRank(); ++d)
+      matches =
+          tensor.isDynamicDim(d) || tensor.getDimSize(d) == args[i].shape[d];
+    if (!matches) {
+      ADD_FAILURE() << "argument #" << i << " does not match " << source;
+      return {};
+    }
+  }
+  if (args.size() != argElems.size()) {
+    ADD_FAILURE() << "@f takes " << argElems.size() << " arguments, given "
+                  << args.size();
+    return {};
+  }
+  for (mlir::Type type : fn.getResultTypes()) {
+    auto tensor = mlir::cast<mlir::RankedTensorType>(type);
+    resultElems.push_back(elemOf(tensor.getElementType()));
+    resultRanks.push_back(tensor.getRank());
+  }
+
+  mlir::PassManager pm(&context, mlir::ModuleOp::getOperationName());
+  mlir::recur::buildReferenceLoweringPipeline(pm);
+  if (mlir::failed(pm.run(*module))) {
+    ADD_FAILURE() << "the reference pipeline failed:\n"
+                  << diagnostics << source;
+    return {};
+  }
+
+  mlir::ExecutionEngineOptions options;
+  // memref.copy of strided slices calls memrefCopy from the runner utils.
+  llvm::SmallVector<llvm::StringRef, 1> libs = {RECUR_C_RUNNER_UTILS};
+  options.sharedLibPaths = libs;
+  options.enableGDBNotificationListener = false;
+  options.enablePerfNotificationListener = false;
+  auto engine = mlir::ExecutionEngine::create(*module, options);
+  if (!engine) {
+    ADD_FAILURE() << "JIT: " << llvm::toString(engine.takeError());
+    return {};
+  }
+
+  // The C interface takes a pointer to the results (a struct of memref
+  // descriptors) and then a pointer to each argument's descriptor.
+  std::vector<ArgBuffer> buffers;
+  for (size_t i = 0; i < args.size(); ++i)
+    buffers.push_back(makeArg(argElems[i], args[i]));
+  size_t resultWords = 0;
+  for (int64_t rank : resultRanks)
+    resultWords += 3 + 2 * static_cast<size_t>(rank);
+  std::vector<int64_t> resultStruct(std::max<size_t>(1, resultWords), 0);
+  void *resultPtr = resultStruct.data();
+  std::vector<void *> descriptorPtrs;
+  for (ArgBuffer &b : buffers)
+    descriptorPtrs.push_back(b.descriptor.data());
+  llvm::SmallVector<void *> packed = {&resultPtr};
+  for (void *&p : descriptorPtrs)
+    packed.push_back(&p);
+  if (llvm::Error err = (*engine)->invokePacked("_mlir_ciface_f", packed)) {
+    ADD_FAILURE() << "call: " << llvm::toString(std::move(err));
+    return {};
+  }
+
+  // Read every result through its strides, then free what the function
+  // allocated (not the arguments it may return, nor a buffer twice).
+  std::set<const void *> owned;
+  for (const ArgBuffer &b : buffers)
+    owned.insert(b.storage.data());
+  std::vector<HostTensor> results;
+  size_t word = 0;
+  for (size_t r = 0; r < resultRanks.size(); ++r) {
+    int64_t rank = resultRanks[r];
+    auto *allocated = reinterpret_cast<void *>(resultStruct[word]);
+    auto *aligned = reinterpret_cast<const char *>(resultStruct[word + 1]);
+    int64_t offset = resultStruct[word + 2];
+    std::vector<int64_t> sizes(resultStruct.begin() + word + 3,
+                               resultStruct.begin() + word + 3 + rank);
+    std::vector<int64_t> strides(resultStruct.begin() + word + 3 + rank,
+                                 resultStruct.begin() + word + 3 + 2 * rank);
+    word += 3 + 2 * static_cast<size_t>(rank);
+    HostTensor out{sizes, {}};
+    int64_t count = numElements(sizes);
+    std::vector<int64_t> index(rank, 0);
+    for (int64_t n = 0; n < count; ++n) {
+      int64_t at = offset;
+      for (int64_t d = 0; d < rank; ++d)
+        at += index[d] * strides[d];
+      out.values.push_back(
+          load(resultElems[r], aligned + at * elemBytes(resultElems[r])));
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++index[d] < sizes[d])
+          break;
+        index[d] = 0;
+      }
+    }
+    results.push_back(std::move(out));
+    // 0xdeadbeef marks a memref.get_global, which owns nothing.
+    if (allocated && allocated != reinterpret_cast<void *>(0xdeadbeef) &&
+        owned.insert(allocated).second)
+      std::free(allocated);
+  }
+  return results;
+}
+
+//===----------------------------------------------------------------------===//
+// Random inputs
+//===----------------------------------------------------------------------===//
+
+class Rng {
+public:
+  explicit Rng(uint64_t seed) : gen(seed) {}
+
+  double uniform(double lo, double hi) {
+    return std::uniform_real_distribution<double>(lo, hi)(gen);
+  }
+  int64_t integer(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(gen);
+  }
+
+  /// Uniform in [lo, hi), rounded to `dt`.
+  Tensor<double> tensor(Dtype dt, std::vector<int64_t> shape, double lo = -1.0,
+                        double hi = 1.0) {
+    Tensor<double> t(std::move(shape));
+    for (double &x : t.data)
+      x = roundTo(dt, uniform(lo, hi));
+    return t;
+  }
+
+  Tensor<Complex> complexTensor(Dtype dt, std::vector<int64_t> shape) {
+    Tensor<Complex> t(std::move(shape));
+    for (Complex &x : t.data)
+      x = Complex(roundTo(dt, uniform(-1.0, 1.0)),
+                  roundTo(dt, uniform(-1.0, 1.0)));
+    return t;
+  }
+
+  /// Decay magnitudes sigmoid(x), x uniform in [-3, 4], with every 7th
+  /// element saturated (x = +30: 1 - 1e-13, 1 in f32), every 11th x = -30
+  /// (1e-13) and every 13th a reset (exactly 0).
+  double decayMagnitude(size_t n) {
+    double x = uniform(-3.0, 4.0);
+    if (n % 7 == 3)
+      x = 30.0;
+    if (n % 11 == 5)
+      x = -30.0;
+    return n % 13 == 8 ? 0.0 : sigmoid(x);
+  }
+
+  Tensor<double> decays(Dtype dt, std::vector<int64_t> shape) {
+    Tensor<double> t(std::move(shape));
+    for (size_t n = 0; n < t.data.size(); ++n)
+      t.data[n] = roundTo(dt, decayMagnitude(n));
+    return t;
+  }
+
+  /// GateLoop decays sigmoid(x) exp(i theta), with the saturated and reset
+  /// magnitudes of `decays`.
+  Tensor<Complex> complexDecays(Dtype dt, std::vector<int64_t> shape) {
+    Tensor<Complex> t(std::move(shape));
+    for (size_t n = 0; n < t.data.size(); ++n) {
+      Complex z = std::polar(decayMagnitude(n), uniform(-3.14159, 3.14159));
+      t.data[n] = Complex(roundTo(dt, z.real()), roundTo(dt, z.imag()));
+    }
+    return t;
+  }
+
+  /// Gate pre-activations: uniform in [-4, 4], every 5th +30 and every 7th
+  /// -30 (gates at 1 and 0 to within 1e-13).
+  Tensor<double> preActivations(Dtype dt, std::vector<int64_t> shape) {
+    Tensor<double> t(std::move(shape));
+    for (size_t n = 0; n < t.data.size(); ++n)
+      t.data[n] = n % 5 == 2   ? 30.0
+                  : n % 7 == 4 ? -30.0
+                               : roundTo(dt, uniform(-4.0, 4.0));
+    return t;
+  }
+
+  /// A mask with each element true with probability `p`.
+  Tensor<bool> mask(std::vector<int64_t> shape, double p) {
+    Tensor<bool> t(std::move(shape));
+    for (size_t n = 0; n < t.data.size(); ++n)
+      t.data[n] = uniform(0.0, 1.0) < p;
+    return t;
+  }
+
+private:
+  std::mt19937_64 gen;
+};
+
+std::vector<int64_t> join(std::vector<int64_t> lead,
+                          const std::vector<int64_t> &tail) {
+  lead.insert(lead.end(), tail.begin(), tail.end());
+  return lead;
+}
+
+/// Step `l` of a tensor whose first dimension counts steps.
+Tensor<double> step(const Tensor<double> &t, int64_t l) {
+  Tensor<double> s = slice(t, 0, l, 1);
+  return Tensor<double>(
+      std::vector<int64_t>(s.shape.begin() + 1, s.shape.end()), s.data);
+}
+
+//===----------------------------------------------------------------------===//
+// Scans
+//===----------------------------------------------------------------------===//
+
+enum class ScanKind { Real, Complex, RealDecayOfComplex };
+
+struct LinearScanCase {
+  int64_t steps;
+  ScanKind kind;
+  bool broadcastA, withInit, reverse;
+};
+
+TEST(ReferenceLowering, LinearScan) {
+  const LinearScanCase cases[] = {
+      {1, ScanKind::Real, false, true, false},
+      {2, ScanKind::Real, false, false, true},
+      {7, ScanKind::Real, true, true, false},
+      {12, ScanKind::Complex, false, true, true},
+      {5, ScanKind::RealDecayOfComplex, true, false, false},
+      {13, ScanKind::Complex, false, false, false},
+  };
+  Rng rng(1);
+  for (Dtype dt : kDtypes)
+    for (const LinearScanCase &c : cases) {
+      SCOPED_TRACE("T=" + std::to_string(c.steps) + " " + name(dt));
+      std::vector<int64_t> bShape = {2, c.steps, 3}, sShape = {2, 3};
+      std::vector<int64_t> aShape =
+          c.broadcastA ? std::vector<int64_t>{2, c.steps} : bShape;
+      std::string f = name(dt), cf = "complex<" + f + ">";
+      bool complexB = c.kind != ScanKind::Real;
+      std::string aElem = c.kind == ScanKind::Complex ? cf : f;
+      std::string bElem = complexB ? cf : f;
+      std::string src = fill(R"mlir(
+func.func @f(%a: $A, %b: $B $INITARG) -> ($B, $S)
+    attributes {llvm.emit_c_interface} {
+  %h, %last = recur.linear_scan %a, %b $INIT along 1 $REV : $A, $B
+  return %h, %last : $B, $S
+})mlir",
+                             {{"A", ty(aShape, aElem)},
+                              {"B", ty(bShape, bElem)},
+                              {"S", ty(sShape, bElem)},
+                              {"INITARG", c.withInit ? ", %h0: $S" : ""},
+                              {"INIT", c.withInit ? "init(%h0 : $S)" : ""},
+                              {"REV", c.reverse ? "reverse" : ""}});
+      src = fill(src, {{"S", ty(sShape, bElem)}});
+      if (c.kind == ScanKind::Real) {
+        Tensor<double> a = rng.decays(dt, aShape), b = rng.tensor(dt, bShape);
+        std::optional<Tensor<double>> h0;
+        std::vector<HostTensor> args = {host(a), host(b)};
+        if (c.withInit) {
+          h0 = rng.tensor(dt, sShape);
+          args.push_back(host(*h0));
+        }
+        std::vector<HostTensor> out = runLowered(src, args);
+        ASSERT_EQ(out.size(), 2u);
+        ScanResult<double> ref = linearScan(a, b, h0, 1, c.reverse);
+        expectClose("linear_scan", dt, real(out[0]), ref.h);
+        expectClose("linear_scan", dt, real(out[1]), ref.last);
+        continue;
+      }
+      Tensor<Complex> b = rng.complexTensor(dt, bShape);
+      std::optional<Tensor<Complex>> h0;
+      std::vector<HostTensor> args;
+      ScanResult<Complex> ref;
+      if (c.withInit)
+        h0 = rng.complexTensor(dt, sShape);
+      if (c.kind == ScanKind::Complex) {
+        Tensor<Complex> a = rng.complexDecays(dt, aShape);
+        args = {host(a), host(b)};
+        ref = linearScan(a, b, h0, 1, c.reverse);
+      } else {
+        Tensor<double> a = rng.decays(dt, aShape);
+        args = {host(a), host(b)};
+        ref = linearScan(a, b, h0, 1, c.reverse);
+      }
+      if (h0)
+        args.push_back(host(*h0));
+      std::vector<HostTensor> out = runLowered(src, args);
+      ASSERT_EQ(out.size(), 2u);
+      expectClose("linear_scan (complex)", dt, complexOf(out[0]), ref.h);
+      expectClose("linear_scan (complex)", dt, complexOf(out[1]), ref.last);
+    }
+}
+
+TEST(ReferenceLowering, ScanGateLoopOperator) {
+  // (p1, p2) . (q1, q2) = (p1 q1, q1 p2 + q2), not commutative.
+  CombineFn<double> combine = [](const std::vector<double> &p,
+                                 const std::vector<double> &q) {
+    return std::vector<double>{p[0] * q[0], q[0] * p[1] + q[1]};
+  };
+  Rng rng(2);
+  for (Dtype dt : kDtypes)
+    for (int64_t steps : {1, 5, 11})
+      for (bool withInit : {false, true})
+        for (bool reverse : {false, true}) {
+          SCOPED_TRACE("T=" + std::to_string(steps) + " " + name(dt));
+          std::vector<int64_t> shape = {2, steps}, carry = {2};
+          std::string src =
+              fill(R"mlir(
+func.func @f(%a: $X, %b: $X $INITARGS) -> ($X, $X)
+    attributes {llvm.emit_c_interface} {
+  %A, %H = recur.scan (%a, %b) $INIT along 1 $REV {associative} : $X, $X {
+  ^bb0(%p1: $F, %p2: $F, %q1: $F, %q2: $F):
+    %m = arith.mulf %p1, %q1 : $F
+    %t = arith.mulf %q1, %p2 : $F
+    %s = arith.addf %t, %q2 : $F
+    recur.yield %m, %s : $F, $F
+  }
+  return %A, %H : $X, $X
+})mlir",
+                   {{"INITARGS", withInit ? ", %a0: $C, %b0: $C" : ""},
+                    {"INIT", withInit ? "init(%a0, %b0 : $C, $C)" : ""},
+                    {"REV", reverse ? "reverse" : ""}});
+          src = fill(src, {{"X", ty(shape, name(dt))},
+                           {"C", ty(carry, name(dt))},
+                           {"F", name(dt)}});
+          Tensor<double> a = rng.decays(dt, shape), b = rng.tensor(dt, shape);
+          std::vector<Tensor<double>> inits;
+          std::vector<HostTensor> args = {host(a), host(b)};
+          if (withInit) {
+            inits = {rng.tensor(dt, carry), rng.tensor(dt, carry)};
+            args.push_back(host(inits[0]));
+            args.push_back(host(inits[1]));
+          }
+          std::vector<HostTensor> out = runLowered(src, args);
+          ASSERT_EQ(out.size(), 2u);
+          std::vector<Tensor<double>> ref =
+              scan<double>({a, b}, inits, 1, reverse, combine);
+          expectClose("scan", dt, real(out[0]), ref[0]);
+          expectClose("scan", dt, real(out[1]), ref[1]);
+        }
+}
+
+//===----------------------------------------------------------------------===//
+// Gated linear attention
+//===----------------------------------------------------------------------===//
+
+/// Runs gated_linear_attention on `q`, `k`, `v` and the decays `a` (real or
+/// complex), returning (y, state).
+template <typename S>
+std::vector<HostTensor> runGla(Dtype dt, const Tensor<double> &q,
+                               const Tensor<double> &k, const Tensor<double> &v,
+                               const Tensor<S> &a,
+                               const std::optional<Tensor<S>> &init) {
+  std::string f = name(dt);
+  std::string sElem =
+      std::is_same<S, Complex>::value ? "complex<" + f + ">" : f;
+  std::vector<int64_t> sShape(q.shape.begin(), q.shape.end() - 2);
+  sShape.push_back(q.dim(-1));
+  sShape.push_back(v.dim(-1));
+  std::string src = fill(R"mlir(
+func.func @f(%q: $Q, %k: $Q, %v: $V, %a: $A $INITARG) -> ($V, $S)
+    attributes {llvm.emit_c_interface} {
+  %y, %s = recur.gated_linear_attention %q, %k, %v, %a $INIT
+      {algorithm = #recur.algorithm<chunked>, chunk_size = 4 : i64}
+      : $Q, $Q, $V, $A
+  return %y, %s : $V, $S
+})mlir",
+                         {{"INITARG", init ? ", %s0: $S" : ""},
+                          {"INIT", init ? "init(%s0 : $S)" : ""}});
+  src = fill(src, {{"Q", ty(q.shape, f)},
+                   {"V", ty(v.shape, f)},
+                   {"A", ty(a.shape, sElem)},
+                   {"S", ty(sShape, sElem)}});
+  std::vector<HostTensor> args = {host(q), host(k), host(v), host(a)};
+  if (init)
+    args.push_back(host(*init));
+  return runLowered(src, args);
+}
+
+struct GlaCase {
+  std::vector<int64_t> lead;
+  int64_t steps;
+  bool complexDecay, withInit;
+};
+
+TEST(ReferenceLowering, GatedLinearAttention) {
+  const GlaCase cases[] = {
+      {{2}, 1, false, false},    {{2}, 2, true, true}, {{2}, 13, false, true},
+      {{1, 2}, 13, true, false}, {{2}, 6, true, true}, {{1}, 31, false, false},
+  };
+  Rng rng(3);
+  for (Dtype dt : kDtypes)
+    for (const GlaCase &c : cases) {
+      SCOPED_TRACE("T=" + std::to_string(c.steps) + " " + name(dt) +
+                   (c.complexDecay ? " complex" : " real"));
+      int64_t dk = 3, dv = 2;
+      Tensor<double> q = rng.tensor(dt, join(c.lead, {c.steps, dk}));
+      Tensor<double> k = rng.tensor(dt, join(c.lead, {c.steps, dk}));
+      Tensor<double> v = rng.tensor(dt, join(c.lead, {c.steps, dv}));
+      std::vector<int64_t> sShape = join(c.lead, {dk, dv});
+      if (c.complexDecay) {
+        Tensor<Complex> a = rng.complexDecays(dt, q.shape);
+        std::optional<Tensor<Complex>> s0;
+        if (c.withInit)
+          s0 = rng.complexTensor(dt, sShape);
+        std::vector<HostTensor> out = runGla(dt, q, k, v, a, s0);
+        ASSERT_EQ(out.size(), 2u);
+        GlaResult<Complex> ref = gatedLinearAttention(q, k, v, a, s0);
+        expectClose("gated_linear_attention (complex)", dt, real(out[0]),
+                    ref.y);
+        expectClose("gated_linear_attention (complex)", dt, complexOf(out[1]),
+                    ref.state);
+      } else {
+        Tensor<double> a = rng.decays(dt, q.shape);
+        std::optional<Tensor<double>> s0;
+        if (c.withInit)
+          s0 = rng.tensor(dt, sShape);
+        std::vector<HostTensor> out = runGla(dt, q, k, v, a, s0);
+        ASSERT_EQ(out.size(), 2u);
+        GlaResult<double> ref = gatedLinearAttention(q, k, v, a, s0);
+        expectClose("gated_linear_attention", dt, real(out[0]), ref.y);
+        expectClose("gated_linear_attention", dt, real(out[1]), ref.state);
+      }
+    }
+}
+
+/// T = 65536 in f32 with decays sigmoid(x), x in [-2, 6]: no NaN or inf, and
+/// the normwise error of the float64 oracle's.
+TEST(ReferenceLowering, LongSequencesF32) {
+  const int64_t steps = 65536;
+  Rng rng(4);
+  auto sigmoidDecays = [&](std::vector<int64_t> shape) {
+    Tensor<double> t(std::move(shape));
+    for (double &x : t.data)
+      x = roundTo(Dtype::F32, sigmoid(rng.uniform(-2.0, 6.0)));
+    return t;
+  };
+  {
+    std::vector<int64_t> shape = {2, steps};
+    Tensor<double> a = sigmoidDecays(shape);
+    Tensor<double> b = rng.tensor(Dtype::F32, shape);
+    std::string src = fill(R"mlir(
+func.func @f(%a: $X, %b: $X) -> ($X, $S) attributes {llvm.emit_c_interface} {
+  %h, %last = recur.linear_scan %a, %b along 1 : $X, $X
+  return %h, %last : $X, $S
+})mlir",
+                           {{"X", ty(shape, "f32")}, {"S", ty({2}, "f32")}});
+    std::vector<HostTensor> out = runLowered(src, {host(a), host(b)});
+    ASSERT_EQ(out.size(), 2u);
+    ScanResult<double> ref = linearScan(a, b, std::nullopt, 1);
+    expectClose("linear_scan T=65536", Dtype::F32, real(out[0]), ref.h);
+    expectClose("linear_scan T=65536", Dtype::F32, real(out[1]), ref.last);
+  }
+  Tensor<double> q = rng.tensor(Dtype::F32, {1, steps, 2});
+  Tensor<double> k = rng.tensor(Dtype::F32, {1, steps, 2});
+  Tensor<double> v = rng.tensor(Dtype::F32, {1, steps, 2});
+  {
+    Tensor<double> a = sigmoidDecays(q.shape);
+    std::vector<HostTensor> out =
+        runGla<double>(Dtype::F32, q, k, v, a, std::nullopt);
+    ASSERT_EQ(out.size(), 2u);
+    GlaResult<double> ref = gatedLinearAttention(q, k, v, a, std::nullopt);
+    expectClose("gated_linear_attention T=65536", Dtype::F32, real(out[0]),
+                ref.y);
+    expectClose("gated_linear_attention T=65536", Dtype::F32, real(out[1]),
+                ref.state);
+  }
+  {
+    Tensor<double> mag = sigmoidDecays(q.shape);
+    Tensor<Complex> a(q.shape);
+    for (size_t n = 0; n < a.data.size(); ++n) {
+      Complex z = std::polar(mag.data[n], rng.uniform(-3.14159, 3.14159));
+      a.data[n] =
+          Complex(roundTo(Dtype::F32, z.real()), roundTo(Dtype::F32, z.imag()));
+    }
+    std::vector<HostTensor> out =
+        runGla<Complex>(Dtype::F32, q, k, v, a, std::nullopt);
+    ASSERT_EQ(out.size(), 2u);
+    GlaResult<Complex> ref = gatedLinearAttention(q, k, v, a, std::nullopt);
+    expectClose("gated_linear_attention (complex) T=65536", Dtype::F32,
+                real(out[0]), ref.y);
+    expectClose("gated_linear_attention (complex) T=65536", Dtype::F32,
+                complexOf(out[1]), ref.state);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Gates
+//===----------------------------------------------------------------------===//
+
+TEST(ReferenceLowering, Gate) {
+  struct Case {
+    GateKind kind;
+    const char *spelling;
+    std::vector<int64_t> gateShape;
+    std::optional<double> inputBias, forgetBias;
+  };
+  const Case cases[] = {
+      {GateKind::Fixed, "fixed", {3}, {}, {}},
+      {GateKind::Lstm, "lstm", {5, 1}, {}, {}},
+      {GateKind::Lstm, "lstm", {2, 5, 3}, -0.5, 2.5},
+      {GateKind::Update, "update", {2, 5, 3}, {}, {}},
+      {GateKind::Update, "update", {1, 3}, {}, {}},
+  };
+  Rng rng(5);
+  for (Dtype dt : kDtypes)
+    for (const Case &c : cases) {
+      SCOPED_TRACE(std::string(c.spelling) + " " + name(dt));
+      std::vector<int64_t> shape = {2, 5, 3};
+      size_t numGates = c.kind == GateKind::Lstm ? 2 : 1;
+      std::string attrs;
+      if (c.inputBias)
+        attrs = "{input_bias = " + std::to_string(*c.inputBias) +
+                " : f64, forget_bias = " + std::to_string(*c.forgetBias) +
+                " : f64}";
+      std::string src = fill(R"mlir(
+func.func @f(%c: $X, %z: $X, %g0: $G $G1ARG) -> $X
+    attributes {llvm.emit_c_interface} {
+  %r = recur.gate <$KIND> %c, %z, gates(%g0 $G1 : $G $G1TYPE) $ATTRS : $X
+  return %r : $X
+})mlir",
+                             {{"G1ARG", numGates == 2 ? ", %g1: $G" : ""},
+                              {"G1", numGates == 2 ? ", %g1" : ""},
+                              {"G1TYPE", numGates == 2 ? ", $G" : ""},
+                              {"KIND", c.spelling},
+                              {"ATTRS", attrs}});
+      src = fill(
+          src, {{"X", ty(shape, name(dt))}, {"G", ty(c.gateShape, name(dt))}});
+      Tensor<double> state = rng.tensor(dt, shape);
+      Tensor<double> cand = rng.tensor(dt, shape);
+      std::vector<Tensor<double>> gates;
+      std::vector<HostTensor> args = {host(state), host(cand)};
+      for (size_t g = 0; g < numGates; ++g) {
+        gates.push_back(rng.preActivations(dt, c.gateShape));
+        args.push_back(host(gates.back()));
+      }
+      std::vector<HostTensor> out = runLowered(src, args);
+      ASSERT_EQ(out.size(), 1u);
+      Tensor<double> ref =
+          gate(c.kind, state, cand, gates, c.inputBias.value_or(-1.0),
+               c.forgetBias.value_or(1.0));
+      expectClose("gate", dt, real(out[0]), ref);
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+struct WindowCase {
+  std::string what;
+  std::vector<int64_t> lead; // [..., H]
+  int64_t steps, window, block;
+  bool includeSelf;
+  BiasKind bias;
+  int64_t cache;
+  std::optional<int64_t> numBuckets, maxDistance;
+  std::optional<double> scale;
+};
+
+TEST(ReferenceLowering, WindowAttention) {
+  const std::optional<int64_t> dflt;
+  const WindowCase cases[] = {
+      {"token band", {2, 2}, 7, 3, 0, false, BiasKind::None, 0, dflt, dflt, {}},
+      {"token band, include_self",
+       {2, 2},
+       7,
+       3,
+       0,
+       true,
+       BiasKind::None,
+       0,
+       dflt,
+       dflt,
+       {}},
+      {"block band",
+       {2, 2},
+       11,
+       4,
+       2,
+       false,
+       BiasKind::None,
+       0,
+       dflt,
+       dflt,
+       {}},
+      {"block band, include_self, alibi, cache",
+       {2, 2},
+       11,
+       4,
+       2,
+       true,
+       BiasKind::Alibi,
+       3,
+       dflt,
+       dflt,
+       {}},
+      {"block band, include_self, t5 default buckets",
+       {2, 2},
+       13,
+       6,
+       3,
+       true,
+       BiasKind::T5,
+       0,
+       dflt,
+       dflt,
+       {}},
+      {"token band, include_self, t5 log buckets, cache",
+       {1, 2},
+       17,
+       12,
+       0,
+       true,
+       BiasKind::T5,
+       5,
+       8,
+       10,
+       {}},
+      {"token band, alibi, cache, scale",
+       {2, 2},
+       5,
+       2,
+       0,
+       false,
+       BiasKind::Alibi,
+       2,
+       dflt,
+       dflt,
+       0.7},
+      {"one step, cache only",
+       {2, 2},
+       1,
+       1,
+       0,
+       false,
+       BiasKind::None,
+       1,
+       dflt,
+       dflt,
+       {}},
+      {"one step, nothing visible",
+       {2, 2},
+       1,
+       1,
+       0,
+       false,
+       BiasKind::None,
+       0,
+       dflt,
+       dflt,
+       {}},
+      {"no heads dimension",
+       {},
+       6,
+       2,
+       0,
+       false,
+       BiasKind::None,
+       0,
+       dflt,
+       dflt,
+       {}},
+      {"window == block, blocks reach into the cache",
+       {2, 2},
+       9,
+       4,
+       4,
+       false,
+       BiasKind::T5,
+       4,
+       4,
+       6,
+       {}},
+      {"window of 1, include_self",
+       {2, 2},
+       5,
+       1,
+       0,
+       true,
+       BiasKind::Alibi,
+       0,
+       dflt,
+       dflt,
+       {}},
+  };
+  Rng rng(6);
+  for (Dtype dt : kDtypes)
+    for (const WindowCase &c : cases) {
+      SCOPED_TRACE(c.what + " " + name(dt));
+      int64_t d = 4, dv = 3;
+      std::string f = name(dt);
+      std::vector<int64_t> qShape = join(c.lead, {c.steps, d});
+      std::vector<int64_t> vShape = join(c.lead, {c.steps, dv});
+      std::vector<int64_t> kcShape = join(c.lead, {c.cache, d});
+      std::vector<int64_t> vcShape = join(c.lead, {c.cache, dv});
+      int64_t heads = c.lead.empty() ? 1 : c.lead.back();
+      WindowAttentionAttrs attrs;
+      attrs.window = c.window;
+      attrs.block = c.block;
+      attrs.includeSelf = c.includeSelf;
+      attrs.biasKind = c.bias;
+      attrs.scale = c.scale;
+      attrs.numBuckets = c.numBuckets.value_or(32);
+      attrs.maxDistance = c.maxDistance.value_or(128);
+      std::vector<std::string> attrList;
+      if (c.block)
+        attrList.push_back("block = " + std::to_string(c.block) + " : i64");
+      if (c.includeSelf)
+        attrList.push_back("include_self");
+      if (c.bias == BiasKind::T5)
+        attrList.push_back("bias_kind = #recur.bias<t5>");
+      if (c.bias == BiasKind::Alibi)
+        attrList.push_back("bias_kind = #recur.bias<alibi>");
+      if (c.numBuckets)
+        attrList.push_back("num_buckets = " + std::to_string(*c.numBuckets) +
+                           " : i64");
+      if (c.maxDistance)
+        attrList.push_back("max_distance = " + std::to_string(*c.maxDistance) +
+                           " : i64");
+      if (c.scale)
+        attrList.push_back("scale = " + std::to_string(*c.scale) + " : f64");
+      std::string attrText;
+      for (const std::string &a : attrList)
+        attrText += (attrText.empty() ? "{" : ", ") + a;
+      if (!attrText.empty())
+        attrText += "}";
+
+      Tensor<double> q = rng.tensor(dt, qShape, -2.0, 2.0);
+      Tensor<double> k = rng.tensor(dt, qShape, -2.0, 2.0);
+      Tensor<double> v = rng.tensor(dt, vShape);
+      std::vector<HostTensor> args = {host(q), host(k), host(v)};
+      std::optional<Tensor<double>> bias, kc, vc;
+      std::vector<int64_t> biasShape = {heads};
+      if (c.bias == BiasKind::T5)
+        biasShape.push_back(attrs.numBuckets);
+      if (c.bias != BiasKind::None) {
+        bias = c.bias == BiasKind::T5 ? rng.tensor(dt, biasShape, -2.0, 2.0)
+                                      : rng.tensor(dt, biasShape, 0.1, 1.0);
+        args.push_back(host(*bias));
+      }
+      if (c.cache) {
+        kc = rng.tensor(dt, kcShape, -2.0, 2.0);
+        vc = rng.tensor(dt, vcShape);
+        args.push_back(host(*kc));
+        args.push_back(host(*vc));
+      }
+      std::string src =
+          fill(R"mlir(
+func.func @f(%q: $Q, %k: $Q, %v: $V $BIASARG $CACHEARG) -> $V
+    attributes {llvm.emit_c_interface} {
+  %o = recur.window_attention %q, %k, %v $BIAS $CACHE window $W $ATTRS
+      : $Q, $Q, $V
+  return %o : $V
+})mlir",
+               {{"BIASARG", bias ? ", %bias: $BT" : ""},
+                {"CACHEARG", c.cache ? ", %kc: $KC, %vc: $VC" : ""},
+                {"BIAS", bias ? "bias(%bias : $BT)" : ""},
+                {"CACHE", c.cache ? "cache(%kc, %vc : $KC, $VC)" : ""},
+                {"W", std::to_string(c.window)},
+                {"ATTRS", attrText}});
+      src = fill(src, {{"Q", ty(qShape, f)},
+                       {"V", ty(vShape, f)},
+                       {"BT", ty(biasShape, f)},
+                       {"KC", ty(kcShape, f)},
+                       {"VC", ty(vcShape, f)}});
+      std::vector<HostTensor> out = runLowered(src, args);
+      ASSERT_EQ(out.size(), 1u);
+      expectClose("window_attention", dt, real(out[0]),
+                  windowAttention(q, k, v, attrs, bias, kc, vc));
+    }
+}
+
+/// The T5 bucket function against the oracle's at every distance up to 300,
+/// for several table shapes.
+TEST(ReferenceLowering, WindowAttentionT5Buckets) {
+  const std::pair<int64_t, int64_t> tables[] = {
+      {32, 128}, {8, 10}, {2, 3}, {16, 40}};
+  for (auto [buckets, maxDistance] : tables) {
+    SCOPED_TRACE("num_buckets " + std::to_string(buckets));
+    // One head, T = 301 queries, q = k = 0: query p weighs keys 0 .. p by
+    // exp(bias of the bucket of p - j) alone, and only key 0 has a nonzero
+    // value, so a wrong bucket at any distance up to 300 (exact, log-spaced
+    // or clamped at max_distance) changes the output.
+    int64_t steps = 301;
+    Tensor<double> q({1, steps, 1}, 0.0), k({1, steps, 1}, 0.0);
+    Tensor<double> v({1, steps, 1}, 0.0);
+    v.data[0] = 1.0;
+    Tensor<double> bias({1, buckets});
+    for (int64_t b = 0; b < buckets; ++b)
+      bias.data[b] = 0.25 * static_cast<double>(b % 7) - 0.5;
+    WindowAttentionAttrs attrs;
+    attrs.window = steps;
+    attrs.includeSelf = true;
+    attrs.biasKind = BiasKind::T5;
+    attrs.numBuckets = buckets;
+    attrs.maxDistance = maxDistance;
+    std::string src = fill(R"mlir(
+func.func @f(%q: $Q, %k: $Q, %v: $Q, %bias: $BT) -> $Q
+    attributes {llvm.emit_c_interface} {
+  %o = recur.window_attention %q, %k, %v bias(%bias : $BT) window $W
+      {include_self, bias_kind = #recur.bias<t5>, num_buckets = $NB : i64,
+       max_distance = $MD : i64} : $Q, $Q, $Q
+  return %o : $Q
+})mlir",
+                           {{"Q", ty(q.shape, "f64")},
+                            {"BT", ty(bias.shape, "f64")},
+                            {"W", std::to_string(steps)},
+                            {"NB", std::to_string(buckets)},
+                            {"MD", std::to_string(maxDistance)}});
+    std::vector<HostTensor> out =
+        runLowered(src, {host(q), host(k), host(v), host(bias)});
+    ASSERT_EQ(out.size(), 1u);
+    expectClose("window_attention t5 buckets", Dtype::F64, real(out[0]),
+                windowAttention(q, k, v, attrs, bias));
+  }
+}
+
+struct AttentionCase {
+  std::string what;
+  std::vector<int64_t> lead;
+  int64_t tq, tk;
+  MaskKind mask;
+  int64_t slots;
+  bool padding;
+  std::optional<double> scale;
+  double magnitude; // of q and k
+};
+
+TEST(ReferenceLowering, Attention) {
+  const AttentionCase cases[] = {
+      {"none", {2}, 3, 5, MaskKind::None, 0, false, {}, 1.0},
+      {"none, padding", {3}, 4, 6, MaskKind::None, 0, true, {}, 1.0},
+      {"causal", {2}, 6, 6, MaskKind::Causal, 0, false, {}, 1.0},
+      {"causal, fewer queries, padding",
+       {2, 2},
+       3,
+       7,
+       MaskKind::Causal,
+       0,
+       true,
+       {},
+       1.0},
+      {"memory", {2}, 7, 7, MaskKind::Memory, 3, false, {}, 1.0},
+      {"memory, padding", {3}, 7, 7, MaskKind::Memory, 2, true, {}, 1.0},
+      {"memory, all slots", {2}, 5, 5, MaskKind::Memory, 5, true, {}, 1.0},
+      {"one query, one key", {2}, 1, 1, MaskKind::Causal, 0, false, {}, 1.0},
+      {"scale", {2}, 5, 5, MaskKind::None, 0, false, 0.3, 1.0},
+      {"large logits", {2}, 5, 11, MaskKind::Causal, 0, true, 1.0, 8.0},
+  };
+  Rng rng(7);
+  for (Dtype dt : kDtypes)
+    for (const AttentionCase &c : cases) {
+      SCOPED_TRACE(c.what + " " + name(dt));
+      int64_t d = 4, dv = 3;
+      std::string f = name(dt);
+      std::vector<int64_t> qShape = join(c.lead, {c.tq, d});
+      std::vector<int64_t> kShape = join(c.lead, {c.tk, d});
+      std::vector<int64_t> vShape = join(c.lead, {c.tk, dv});
+      std::vector<int64_t> oShape = join(c.lead, {c.tq, dv});
+      std::vector<int64_t> padShape = join(c.lead, {c.tk});
+      Tensor<double> q = rng.tensor(dt, qShape, -c.magnitude, c.magnitude);
+      Tensor<double> k = rng.tensor(dt, kShape, -c.magnitude, c.magnitude);
+      Tensor<double> v = rng.tensor(dt, vShape);
+      std::vector<HostTensor> args = {host(q), host(k), host(v)};
+      std::optional<Tensor<bool>> pad;
+      if (c.padding) {
+        pad = rng.mask(padShape, 0.3);
+        // The first leading index has every key padded: zero outputs.
+        for (int64_t j = 0; j < c.tk; ++j)
+          pad->data[j] = true;
+        args.push_back(host(*pad));
+      }
+      AttentionAttrs attrs;
+      attrs.mask = c.mask;
+      attrs.memorySlots = c.slots;
+      attrs.scale = c.scale;
+      std::string attrText =
+          "{mask = #recur.mask<" +
+          std::string(c.mask == MaskKind::None     ? "none"
+                      : c.mask == MaskKind::Causal ? "causal"
+                                                   : "memory") +
+          ">";
+      if (c.slots)
+        attrText += ", memory_slots = " + std::to_string(c.slots) + " : i64";
+      if (c.scale)
+        attrText += ", scale = " + std::to_string(*c.scale) + " : f64";
+      attrText += "}";
+      std::string src = fill(R"mlir(
+func.func @f(%q: $Q, %k: $K, %v: $V $PADARG) -> $O
+    attributes {llvm.emit_c_interface} {
+  %o = recur.attention %q, %k, %v $PAD $ATTRS : $Q, $K, $V
+  return %o : $O
+})mlir",
+                             {{"PADARG", pad ? ", %pad: $P" : ""},
+                              {"PAD", pad ? "key_padding(%pad : $P)" : ""},
+                              {"ATTRS", attrText}});
+      src = fill(src, {{"Q", ty(qShape, f)},
+                       {"K", ty(kShape, f)},
+                       {"V", ty(vShape, f)},
+                       {"O", ty(oShape, f)},
+                       {"P", ty(padShape, "i1")}});
+      std::vector<HostTensor> out = runLowered(src, args);
+      ASSERT_EQ(out.size(), 1u);
+      expectClose("attention", dt, real(out[0]),
+                  attention(q, k, v, attrs, pad));
+    }
+}
+
+TEST(ReferenceLowering, RelAttention) {
+  struct Case {
+    std::vector<int64_t> lead; // [..., H]
+    int64_t memory, segment;
+    std::optional<double> scale;
+  };
+  const Case cases[] = {
+      {{2, 2}, 2, 5, {}}, // M < L
+      {{2, 2}, 3, 3, {}}, // M = L
+      {{1, 2}, 6, 2, {}}, // M > L
+      {{2, 2}, 4, 1, {}}, // L = 1
+      {{2}, 0, 3, 0.4},   // no memory, no batch dimension
+      {{1, 3}, 5, 7, {}}, // primes
+  };
+  Rng rng(8);
+  for (Dtype dt : kDtypes)
+    for (const Case &c : cases) {
+      SCOPED_TRACE("M=" + std::to_string(c.memory) +
+                   " L=" + std::to_string(c.segment) + " " + name(dt));
+      int64_t heads = c.lead.back(), dh = 4, dv = 3;
+      int64_t keys = c.memory + c.segment;
+      std::string f = name(dt);
+      std::vector<int64_t> qShape = join(c.lead, {c.segment, dh});
+      std::vector<int64_t> kShape = join(c.lead, {keys, dh});
+      std::vector<int64_t> vShape = join(c.lead, {keys, dv});
+      std::vector<int64_t> oShape = join(c.lead, {c.segment, dv});
+      std::vector<int64_t> rShape = {heads, keys, dh}, uShape = {heads, dh};
+      Tensor<double> q = rng.tensor(dt, qShape), k = rng.tensor(dt, kShape);
+      Tensor<double> v = rng.tensor(dt, vShape), r = rng.tensor(dt, rShape);
+      Tensor<double> u = rng.tensor(dt, uShape), pb = rng.tensor(dt, uShape);
+      std::string src =
+          fill(R"mlir(
+func.func @f(%q: $Q, %k: $K, %v: $V, %r: $R, %u: $U, %pb: $U) -> $O
+    attributes {llvm.emit_c_interface} {
+  %o = recur.rel_attention %q, %k, %v, %r, %u, %pb $ATTRS
+      : $Q, $K, $V, $R, $U, $U
+  return %o : $O
+})mlir",
+               {{"Q", ty(qShape, f)},
+                {"K", ty(kShape, f)},
+                {"V", ty(vShape, f)},
+                {"O", ty(oShape, f)},
+                {"R", ty(rShape, f)},
+                {"U", ty(uShape, f)},
+                {"ATTRS",
+                 c.scale ? "{scale = " + std::to_string(*c.scale) + " : f64}"
+                         : ""}});
+      std::vector<HostTensor> out = runLowered(
+          src, {host(q), host(k), host(v), host(r), host(u), host(pb)});
+      ASSERT_EQ(out.size(), 1u);
+      expectClose("rel_attention", dt, real(out[0]),
+                  relAttention(q, k, v, r, u, pb, c.scale));
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// Blocks and memory
+//===----------------------------------------------------------------------===//
+
+/// A block body with a linear_scan and a gate carrying a [2, 3] state, and a
+/// memory_update carrying the last 5 inputs:
+///   h, last = linear_scan(a_blk, x_blk, init = c)
+///   c'      = gate<update>(c, last, p)
+///   mem'    = memory_update(mem, x_blk, keep 5)
+TEST(ReferenceLowering, BlockRecurrence) {
+  Rng rng(9);
+  for (Dtype dt : kDtypes)
+    for (auto [steps, blockSize] :
+         {std::pair<int64_t, int64_t>{12, 4}, {5, 5}, {7, 1}, {6, 3}}) {
+      SCOPED_TRACE("T=" + std::to_string(steps) +
+                   " block=" + std::to_string(blockSize) + " " + name(dt));
+      std::string f = name(dt);
+      std::vector<int64_t> xShape = {2, steps, 3}, bShape = {2, blockSize, 3};
+      std::vector<int64_t> cShape = {2, 3}, mShape = {2, 5, 3};
+      std::string src = fill(R"mlir(
+func.func @f(%x: $X, %a: $X, %c0: $C, %m0: $M, %p: $G)
+    -> ($X, $C, $M) attributes {llvm.emit_c_interface} {
+  %y, %c, %m = recur.block_recurrence (%x, %a : $X, $X)
+      init(%c0, %m0 : $C, $M) block $BS along 1 -> $X, $C, $M {
+  ^bb0(%xb: $XB, %ab: $XB, %cb: $C, %mb: $M):
+    %h, %last = recur.linear_scan %ab, %xb init(%cb : $C) along 1 : $XB, $XB
+    %n = recur.gate <update> %cb, %last, gates(%p : $G) : $C
+    %m1 = recur.memory_update %mb, %xb along 1 keep 5 : $M, $XB
+    recur.yield %h, %n, %m1 : $XB, $C, $M
+  }
+  return %y, %c, %m : $X, $C, $M
+})mlir",
+                             {{"X", ty(xShape, f)},
+                              {"XB", ty(bShape, f)},
+                              {"C", ty(cShape, f)},
+                              {"M", ty(mShape, f)},
+                              {"G", ty({3}, f)},
+                              {"BS", std::to_string(blockSize)}});
+      Tensor<double> x = rng.tensor(dt, xShape), a = rng.decays(dt, xShape);
+      Tensor<double> c0 = rng.tensor(dt, cShape), m0 = rng.tensor(dt, mShape);
+      Tensor<double> p = rng.preActivations(dt, {3});
+      std::vector<HostTensor> out =
+          runLowered(src, {host(x), host(a), host(c0), host(m0), host(p)});
+      ASSERT_EQ(out.size(), 3u);
+      BlockBody body = [&](const std::vector<Tensor<double>> &blocks,
+                           const std::vector<Tensor<double>> &carried) {
+        ScanResult<double> s = linearScan(blocks[1], blocks[0], carried[0], 1);
+        Tensor<double> next = gate(GateKind::Update, carried[0], s.last, {p});
+        Tensor<double> mem = memoryUpdate(carried[1], blocks[0], 1, 5);
+        return BlockStep{{s.h}, {next, mem}};
+      };
+      BlockRecurrenceResult ref =
+          blockRecurrence({x, a}, {c0, m0}, blockSize, 1, body);
+      expectClose("block_recurrence", dt, real(out[0]), ref.outputs[0]);
+      expectClose("block_recurrence", dt, real(out[1]), ref.finals[0]);
+      expectClose("block_recurrence", dt, real(out[2]), ref.finals[1]);
+    }
+}
+
+TEST(ReferenceLowering, MemoryUpdateAndStopGradient) {
+  struct Case {
+    std::vector<int64_t> memShape, newShape;
+    int64_t axis, size;
+  };
+  const Case cases[] = {
+      {{2, 5, 3}, {2, 3, 3}, 1, 4}, // L < size < M + L
+      {{2, 5, 3}, {2, 3, 3}, 1, 2}, // size < L
+      {{2, 4, 3}, {2, 4, 3}, 1, 8}, // everything
+      {{2, 3, 3}, {2, 2, 3}, 1, 2}, // size = L
+      {{2, 3, 3}, {2, 2, 3}, 1, 0}, // nothing
+      {{5, 2}, {3, 2}, 0, 7},       {{2, 3, 6}, {2, 3, 1}, 2, 6},
+  };
+  Rng rng(10);
+  for (Dtype dt : kDtypes)
+    for (const Case &c : cases) {
+      SCOPED_TRACE("axis " + std::to_string(c.axis) + " keep " +
+                   std::to_string(c.size) + " " + name(dt));
+      std::string f = name(dt);
+      std::vector<int64_t> outShape = c.memShape;
+      outShape[c.axis] = c.size;
+      std::string src = fill(R"mlir(
+func.func @f(%m: $M, %n: $N) -> ($O, $N) attributes {llvm.emit_c_interface} {
+  %r = recur.memory_update %m, %n along $AXIS keep $SIZE : $M, $N
+  %s = recur.stop_gradient %n : $N
+  return %r, %s : $O, $N
+})mlir",
+                             {{"M", ty(c.memShape, f)},
+                              {"N", ty(c.newShape, f)},
+                              {"O", ty(outShape, f)},
+                              {"AXIS", std::to_string(c.axis)},
+                              {"SIZE", std::to_string(c.size)}});
+      Tensor<double> mem = rng.tensor(dt, c.memShape);
+      Tensor<double> fresh = rng.tensor(dt, c.newShape);
+      std::vector<HostTensor> out = runLowered(src, {host(mem), host(fresh)});
+      ASSERT_EQ(out.size(), 2u);
+      expectClose("memory_update", dt, real(out[0]),
+                  memoryUpdate(mem, fresh, c.axis, c.size));
+      expectClose("stop_gradient", dt, real(out[1]), stopGradient(fresh));
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// Depth recurrence and halting
+//===----------------------------------------------------------------------===//
+
+TEST(ReferenceLowering, Halting) {
+  Rng rng(11);
+  for (Dtype dt : kDtypes)
+    for (std::optional<double> threshold : {std::optional<double>(), {0.8}}) {
+      SCOPED_TRACE(std::string(name(dt)) +
+                   (threshold ? " threshold 0.8" : " default threshold"));
+      std::string f = name(dt);
+      std::vector<int64_t> tok = {2, 5}, state = {2, 5, 4};
+      std::string src =
+          fill(R"mlir(
+func.func @f(%p: $P, %h: $H, %m: $P, %acc: $H, %s: $H) -> ($P, $H, $P, $H)
+    attributes {llvm.emit_c_interface} {
+  %a, %s1, %m1, %acc1 = recur.halting %p, %h, %m, %acc, %s $ATTRS : $P, $H
+  return %a, %s1, %m1, %acc1 : $P, $H, $P, $H
+})mlir",
+               {{"P", ty(tok, f)},
+                {"H", ty(state, f)},
+                {"ATTRS", threshold ? "{threshold = 0.8 : f64}" : ""}});
+      Tensor<double> p = rng.tensor(dt, tok, 0.0, 1.0);
+      Tensor<double> h = rng.tensor(dt, state);
+      Tensor<double> acc = rng.tensor(dt, state);
+      Tensor<double> s = rng.tensor(dt, state);
+      // Masses below, at and above both thresholds.
+      const double masses[] = {0.0, 0.5, 0.79, 0.8, 0.85, 0.9989, 0.999, 1.0};
+      Tensor<double> mass(tok);
+      for (size_t n = 0; n < mass.data.size(); ++n)
+        mass.data[n] = roundTo(dt, masses[n % 8]);
+      std::vector<HostTensor> out =
+          runLowered(src, {host(p), host(h), host(mass), host(acc), host(s)});
+      ASSERT_EQ(out.size(), 4u);
+      HaltingResult ref =
+          halting(p, h, mass, acc, s, threshold.value_or(0.999));
+      expectClose("halting", dt, real(out[0]), ref.a);
+      expectClose("halting", dt, real(out[1]), ref.s);
+      expectClose("halting", dt, real(out[2]), ref.newMass);
+      expectClose("halting", dt, real(out[3]), ref.newAcc);
+    }
+}
+
+/// A Universal Transformer depth loop: at step l the state is gated toward
+/// the candidate z[l] and a halting step with p_hat[l] accumulates it.
+TEST(ReferenceLowering, HaltingThroughDepthLoop) {
+  const int64_t depth = 5;
+  const double threshold = 0.9;
+  Rng rng(12);
+  for (Dtype dt : kDtypes) {
+    SCOPED_TRACE(name(dt));
+    std::string f = name(dt);
+    std::vector<int64_t> tok = {2, 3}, state = {2, 3, 4};
+    std::string src = fill(R"mlir(
+func.func @f(%h0: $H, %m0: $P, %acc0: $H, %s0: $H, %ps: $PS, %zs: $ZS,
+             %bg: $G) -> ($H, $P, $H, $H) attributes {llvm.emit_c_interface} {
+  %h, %m, %acc, %s = recur.depth_loop max_depth $DEPTH
+      init(%h0, %m0, %acc0, %s0 : $H, $P, $H, $H) {
+  ^bb0(%l: index, %hh: $H, %mm: $P, %aa: $H, %ss: $H):
+    %p = tensor.extract_slice %ps[%l, 0, 0] [1, 2, 3] [1, 1, 1]
+        : $PS to $P
+    %z = tensor.extract_slice %zs[%l, 0, 0, 0] [1, 2, 3, 4] [1, 1, 1, 1]
+        : $ZS to $H
+    %h1 = recur.gate <fixed> %hh, %z, gates(%bg : $G) : $H
+    %a, %s1, %m1, %acc1 = recur.halting %p, %h1, %mm, %aa, %ss
+        {threshold = 0.9 : f64} : $P, $H
+    recur.yield %h1, %m1, %acc1, %s1 : $H, $P, $H, $H
+  }
+  return %h, %m, %acc, %s : $H, $P, $H, $H
+})mlir",
+                           {{"H", ty(state, f)},
+                            {"P", ty(tok, f)},
+                            {"PS", ty(join({depth}, tok), f)},
+                            {"ZS", ty(join({depth}, state), f)},
+                            {"G", ty({4}, f)},
+                            {"DEPTH", std::to_string(depth)}});
+    Tensor<double> h0 = rng.tensor(dt, state), m0(tok, 0.0);
+    Tensor<double> acc0(state, 0.0), s0(state, 0.0);
+    Tensor<double> ps = rng.tensor(dt, join({depth}, tok), 0.2, 0.8);
+    Tensor<double> zs = rng.tensor(dt, join({depth}, state));
+    Tensor<double> bg = rng.preActivations(dt, {4});
+    // The tokens halt at different steps; no mass lies so close to the
+    // threshold that float32 rounding could flip a token's decision.
+    double margin = 1.0;
+    int64_t halted = 0;
+    DepthBody body = [&](int64_t l, const std::vector<Tensor<double>> &c) {
+      Tensor<double> h1 = gate(GateKind::Fixed, c[0], step(zs, l), {bg});
+      HaltingResult r = halting(step(ps, l), h1, c[1], c[2], c[3], threshold);
+      for (double m : c[1].data) {
+        margin = std::min(margin, std::abs(m - threshold));
+        halted += m >= threshold;
+      }
+      return std::vector<Tensor<double>>{h1, r.newMass, r.newAcc, r.s};
+    };
+    std::vector<Tensor<double>> ref =
+        depthLoop({h0, m0, acc0, s0}, depth, body);
+    ASSERT_GT(margin, 1e-4);
+    ASSERT_GT(halted, 0); // some token halts before the last step
+    std::vector<HostTensor> out =
+        runLowered(src, {host(h0), host(m0), host(acc0), host(s0), host(ps),
+                         host(zs), host(bg)});
+    ASSERT_EQ(out.size(), 4u);
+    const char *op = "depth_loop + halting";
+    expectClose(op, dt, real(out[0]), ref[0]);
+    expectClose(op, dt, real(out[1]), ref[1]);
+    expectClose(op, dt, real(out[2]), ref[2]);
+    expectClose(op, dt, real(out[3]), ref[3]);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Experts
+//===----------------------------------------------------------------------===//
+
+TEST(ReferenceLowering, RouteTopK) {
+  Rng rng(13);
+  for (Dtype dt : kDtypes)
+    for (int64_t k : {1, 3, 6})
+      for (std::optional<double> eps : {std::optional<double>(), {0.01}}) {
+        SCOPED_TRACE("k=" + std::to_string(k) + " " + name(dt));
+        std::string f = name(dt);
+        std::vector<int64_t> shape = {2, 3, 6}, outShape = {2, 3, k};
+        // Values from a small set, so most rows have ties; one row of equal
+        // probabilities.
+        const double levels[] = {0.05, 0.1, 0.2, 0.3};
+        Tensor<double> probs(shape);
+        for (double &x : probs.data)
+          x = roundTo(dt, levels[rng.integer(0, 3)]);
+        for (int64_t e = 0; e < 6; ++e)
+          probs.data[6 + e] = roundTo(dt, 0.1);
+        std::string src = fill(R"mlir(
+func.func @f(%p: $P) -> ($G, $I) attributes {llvm.emit_c_interface} {
+  %g, %i = recur.route_topk %p top $K $ATTRS : $P
+  return %g, %i : $G, $I
+})mlir",
+                               {{"P", ty(shape, f)},
+                                {"G", ty(outShape, f)},
+                                {"I", ty(outShape, "i32")},
+                                {"K", std::to_string(k)},
+                                {"ATTRS", eps ? "{eps = 0.01 : f64}" : ""}});
+        std::vector<HostTensor> out = runLowered(src, {host(probs)});
+        ASSERT_EQ(out.size(), 2u);
+        RouteResult ref = routeTopK(probs, k, eps.value_or(1e-6));
+        expectClose("route_topk", dt, real(out[0]), ref.gates);
+        EXPECT_EQ(ints(out[1]).data, ref.indices.data);
+      }
+}
+
+TEST(ReferenceLowering, MoE) {
+  struct Case {
+    Activation activation;
+    const char *spelling;
+    bool withActive;
+    int64_t k;
+  };
+  const Case cases[] = {
+      {Activation::Relu, "relu", false, 2},
+      {Activation::Gelu, "gelu", true, 2},
+      {Activation::Silu, "silu", true, 1},
+      {Activation::Relu, "relu", true, 3},
+      {Activation::Gelu, "gelu", false, 3},
+      {Activation::Silu, "silu", false, 2},
+  };
+  Rng rng(14);
+  for (Dtype dt : kDtypes)
+    for (const Case &c : cases) {
+      SCOPED_TRACE(std::string(c.spelling) + " " + name(dt));
+      std::string f = name(dt);
+      int64_t d = 4, hidden = 5, experts = 3;
+      std::vector<int64_t> tok = {2, 3};
+      std::vector<int64_t> xShape = join(tok, {d}), kShape = join(tok, {c.k});
+      std::vector<int64_t> inShape = {experts, d, hidden};
+      std::vector<int64_t> outShape = {experts, hidden, d};
+      Tensor<double> x = rng.tensor(dt, xShape, -2.0, 2.0);
+      Tensor<int32_t> idx(kShape);
+      for (int32_t &e : idx.data)
+        e = static_cast<int32_t>(rng.integer(0, experts - 1));
+      Tensor<double> gates = rng.tensor(dt, kShape, 0.0, 1.0);
+      Tensor<double> wIn = rng.tensor(dt, inShape, -2.0, 2.0);
+      Tensor<double> wOut = rng.tensor(dt, outShape);
+      std::vector<HostTensor> args = {host(x), host(idx), host(gates),
+                                      host(wIn), host(wOut)};
+      std::optional<Tensor<bool>> active;
+      if (c.withActive) {
+        active = Tensor<bool>(tok, true);
+        active->data[1] = active->data[4] = false;
+        args.push_back(host(*active));
+      }
+      std::string src = fill(R"mlir(
+func.func @f(%x: $X, %i: $I, %g: $K, %w1: $W1, %w2: $W2 $ACTARG) -> $X
+    attributes {llvm.emit_c_interface} {
+  %y = recur.moe %x, %i, %g, %w1, %w2 $ACT
+      {activation = #recur.activation<$FN>} : $X, $I, $K, $W1, $W2
+  return %y : $X
+})mlir",
+                             {{"ACTARG", active ? ", %act: $A" : ""},
+                              {"ACT", active ? "active(%act : $A)" : ""},
+                              {"FN", c.spelling}});
+      src = fill(src, {{"X", ty(xShape, f)},
+                       {"I", ty(kShape, "i32")},
+                       {"K", ty(kShape, f)},
+                       {"W1", ty(inShape, f)},
+                       {"W2", ty(outShape, f)},
+                       {"A", ty(tok, "i1")}});
+      std::vector<HostTensor> out = runLowered(src, args);
+      ASSERT_EQ(out.size(), 1u);
+      Tensor<double> ref = moe(x, idx, gates, wIn, wOut, active, c.activation);
+      expectClose("moe", dt, real(out[0]), ref);
+      if (active)
+        for (int64_t e = 0; e < d; ++e)
+          EXPECT_EQ(out[0].values[1 * d + e], Complex(0.0))
+              << "an inactive token must get exactly 0";
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// Dynamic shapes
+//===----------------------------------------------------------------------===//
+
+/// The same lowerings with sizes known only at run time (`tensor.dim`
+/// instead of constants), in float64.
+TEST(ReferenceLowering, DynamicShapes) {
+  const Dtype dt = Dtype::F64;
+  Rng rng(15);
+  {
+    SCOPED_TRACE("linear_scan, reverse, dynamic T");
+    std::vector<int64_t> shape = {2, 9, 3};
+    Tensor<double> a = rng.decays(dt, shape), b = rng.tensor(dt, shape);
+    std::string src =
+        fill(R"mlir(
+func.func @f(%a: $X, %b: $X) -> ($X, $S) attributes {llvm.emit_c_interface} {
+  %h, %last = recur.linear_scan %a, %b along 1 reverse : $X, $X
+  return %h, %last : $X, $S
+})mlir",
+             {{"X", ty(dyn(shape, {1}), "f64")}, {"S", ty({2, 3}, "f64")}});
+    std::vector<HostTensor> out = runLowered(src, {host(a), host(b)});
+    ASSERT_EQ(out.size(), 2u);
+    ScanResult<double> ref = linearScan(a, b, std::nullopt, 1, true);
+    expectClose("dynamic shapes", dt, real(out[0]), ref.h);
+    expectClose("dynamic shapes", dt, real(out[1]), ref.last);
+  }
+  {
+    SCOPED_TRACE("gated_linear_attention, dynamic T and dv");
+    Tensor<double> q = rng.tensor(dt, {2, 7, 3}), k = rng.tensor(dt, {2, 7, 3});
+    Tensor<double> v = rng.tensor(dt, {2, 7, 5}), a = rng.decays(dt, {2, 7, 3});
+    std::string src = fill(R"mlir(
+func.func @f(%q: $Q, %k: $Q, %v: $V, %a: $Q) -> ($V, $S)
+    attributes {llvm.emit_c_interface} {
+  %y, %s = recur.gated_linear_attention %q, %k, %v, %a : $Q, $Q, $V, $Q
+  return %y, %s : $V, $S
+})mlir",
+                           {{"Q", ty({2, -1, 3}, "f64")},
+                            {"V", ty({2, -1, -1}, "f64")},
+                            {"S", ty({2, 3, -1}, "f64")}});
+    std::vector<HostTensor> out =
+        runLowered(src, {host(q), host(k), host(v), host(a)});
+    ASSERT_EQ(out.size(), 2u);
+    GlaResult<double> ref = gatedLinearAttention(q, k, v, a, std::nullopt);
+    expectClose("dynamic shapes", dt, real(out[0]), ref.y);
+    expectClose("dynamic shapes", dt, real(out[1]), ref.state);
+  }
+  {
+    SCOPED_TRACE("window_attention, t5, dynamic T and cache");
+    Tensor<double> q = rng.tensor(dt, {2, 2, 9, 4}, -2.0, 2.0);
+    Tensor<double> k = rng.tensor(dt, {2, 2, 9, 4}, -2.0, 2.0);
+    Tensor<double> v = rng.tensor(dt, {2, 2, 9, 3});
+    Tensor<double> kc = rng.tensor(dt, {2, 2, 3, 4}, -2.0, 2.0);
+    Tensor<double> vc = rng.tensor(dt, {2, 2, 3, 3});
+    Tensor<double> bias = rng.tensor(dt, {2, 8});
+    std::string src = fill(R"mlir(
+func.func @f(%q: $Q, %k: $Q, %v: $V, %bias: $B, %kc: $KC, %vc: $VC) -> $V
+    attributes {llvm.emit_c_interface} {
+  %o = recur.window_attention %q, %k, %v bias(%bias : $B)
+      cache(%kc, %vc : $KC, $VC) window 6
+      {block = 3 : i64, bias_kind = #recur.bias<t5>, num_buckets = 8 : i64,
+       max_distance = 7 : i64} : $Q, $Q, $V
+  return %o : $V
+})mlir",
+                           {{"Q", ty({2, 2, -1, -1}, "f64")},
+                            {"V", ty({2, 2, -1, 3}, "f64")},
+                            {"B", ty({2, 8}, "f64")},
+                            {"KC", ty({2, 2, -1, -1}, "f64")},
+                            {"VC", ty({2, 2, -1, 3}, "f64")}});
+    std::vector<HostTensor> out = runLowered(
+        src, {host(q), host(k), host(v), host(bias), host(kc), host(vc)});
+    ASSERT_EQ(out.size(), 1u);
+    WindowAttentionAttrs attrs;
+    attrs.window = 6;
+    attrs.block = 3;
+    attrs.biasKind = BiasKind::T5;
+    attrs.numBuckets = 8;
+    attrs.maxDistance = 7;
+    expectClose("dynamic shapes", dt, real(out[0]),
+                windowAttention(q, k, v, attrs, bias, kc, vc));
+  }
+  {
+    SCOPED_TRACE("attention, causal, padding, dynamic Tq and Tk");
+    Tensor<double> q = rng.tensor(dt, {2, 3, 4}), k = rng.tensor(dt, {2, 8, 4});
+    Tensor<double> v = rng.tensor(dt, {2, 8, 2});
+    Tensor<bool> pad = rng.mask({2, 8}, 0.3);
+    std::string src = fill(R"mlir(
+func.func @f(%q: $Q, %k: $Q, %v: $V, %pad: $P) -> $V
+    attributes {llvm.emit_c_interface} {
+  %o = recur.attention %q, %k, %v key_padding(%pad : $P)
+      {mask = #recur.mask<causal>} : $Q, $Q, $V
+  return %o : $V
+})mlir",
+                           {{"Q", ty({2, -1, 4}, "f64")},
+                            {"V", ty({2, -1, 2}, "f64")},
+                            {"P", ty({2, -1}, "i1")}});
+    std::vector<HostTensor> out =
+        runLowered(src, {host(q), host(k), host(v), host(pad)});
+    ASSERT_EQ(out.size(), 1u);
+    AttentionAttrs attrs;
+    attrs.mask = MaskKind::Causal;
+    expectClose("dynamic shapes", dt, real(out[0]),
+                attention(q, k, v, attrs, pad));
+  }
+  {
+    SCOPED_TRACE("rel_attention, dynamic memory");
+    Tensor<double> q = rng.tensor(dt, {1, 2, 3, 4}),
+                   k = rng.tensor(dt, {1, 2, 7, 4});
+    Tensor<double> v = rng.tensor(dt, {1, 2, 7, 3}),
+                   r = rng.tensor(dt, {2, 7, 4});
+    Tensor<double> u = rng.tensor(dt, {2, 4}), pb = rng.tensor(dt, {2, 4});
+    std::string src = fill(R"mlir(
+func.func @f(%q: $Q, %k: $K, %v: $V, %r: $R, %u: $U, %pb: $U) -> $O
+    attributes {llvm.emit_c_interface} {
+  %o = recur.rel_attention %q, %k, %v, %r, %u, %pb : $Q, $K, $V, $R, $U, $U
+  return %o : $O
+})mlir",
+                           {{"Q", ty({1, 2, -1, 4}, "f64")},
+                            {"K", ty({1, 2, -1, 4}, "f64")},
+                            {"V", ty({1, 2, -1, 3}, "f64")},
+                            {"O", ty({1, 2, -1, 3}, "f64")},
+                            {"R", ty({2, -1, 4}, "f64")},
+                            {"U", ty({2, 4}, "f64")}});
+    std::vector<HostTensor> out = runLowered(
+        src, {host(q), host(k), host(v), host(r), host(u), host(pb)});
+    ASSERT_EQ(out.size(), 1u);
+    expectClose("dynamic shapes", dt, real(out[0]),
+                relAttention(q, k, v, r, u, pb));
+  }
+  for (auto [memLen, newLen] : {std::pair<int64_t, int64_t>{4, 3}, {1, 6}}) {
+    SCOPED_TRACE("memory_update keep 5, dynamic M and L");
+    Tensor<double> mem = rng.tensor(dt, {memLen, 2});
+    Tensor<double> fresh = rng.tensor(dt, {newLen, 2});
+    std::string src =
+        fill(R"mlir(
+func.func @f(%m: $M, %n: $M) -> $O attributes {llvm.emit_c_interface} {
+  %r = recur.memory_update %m, %n along 0 keep 5 : $M, $M
+  return %r : $O
+})mlir",
+             {{"M", ty({-1, 2}, "f64")}, {"O", ty({5, 2}, "f64")}});
+    std::vector<HostTensor> out = runLowered(src, {host(mem), host(fresh)});
+    ASSERT_EQ(out.size(), 1u);
+    expectClose("dynamic shapes", dt, real(out[0]),
+                memoryUpdate(mem, fresh, 0, 5));
+  }
+  {
+    SCOPED_TRACE("block_recurrence, dynamic T");
+    Tensor<double> x = rng.tensor(dt, {2, 9, 3}), a = rng.decays(dt, {2, 9, 3});
+    Tensor<double> c0 = rng.tensor(dt, {2, 3});
+    std::string src = fill(R"mlir(
+func.func @f(%x: $X, %a: $X, %c0: $C) -> ($X, $C)
+    attributes {llvm.emit_c_interface} {
+  %y, %c = recur.block_recurrence (%x, %a : $X, $X) init(%c0 : $C)
+      block 3 along 1 -> $X, $C {
+  ^bb0(%xb: $XB, %ab: $XB, %cb: $C):
+    %h, %last = recur.linear_scan %ab, %xb init(%cb : $C) along 1 : $XB, $XB
+    recur.yield %h, %last : $XB, $C
+  }
+  return %y, %c : $X, $C
+})mlir",
+                           {{"X", ty({2, -1, 3}, "f64")},
+                            {"XB", ty({2, 3, 3}, "f64")},
+                            {"C", ty({2, 3}, "f64")}});
+    std::vector<HostTensor> out = runLowered(src, {host(x), host(a), host(c0)});
+    ASSERT_EQ(out.size(), 2u);
+    BlockRecurrenceResult ref =
+        blockRecurrence({x, a}, {c0}, 3, 1,
+                        [](const std::vector<Tensor<double>> &blocks,
+                           const std::vector<Tensor<double>> &carried) {
+                          ScanResult<double> s =
+                              linearScan(blocks[1], blocks[0], carried[0], 1);
+                          return BlockStep{{s.h}, {s.last}};
+                        });
+    expectClose("dynamic shapes", dt, real(out[0]), ref.outputs[0]);
+    expectClose("dynamic shapes", dt, real(out[1]), ref.finals[0]);
+  }
+  {
+    SCOPED_TRACE("halting, dynamic tokens and width");
+    Tensor<double> p = rng.tensor(dt, {5}, 0.0, 1.0),
+                   h = rng.tensor(dt, {5, 3});
+    Tensor<double> mass(std::vector<int64_t>{5},
+                        std::vector<double>{0.0, 0.95, 0.5, 1.0, 0.9});
+    Tensor<double> acc = rng.tensor(dt, {5, 3}), s = rng.tensor(dt, {5, 3});
+    std::string src =
+        fill(R"mlir(
+func.func @f(%p: $P, %h: $H, %m: $P, %acc: $H, %s: $H) -> ($P, $H, $P, $H)
+    attributes {llvm.emit_c_interface} {
+  %a, %s1, %m1, %acc1 = recur.halting %p, %h, %m, %acc, %s
+      {threshold = 0.9 : f64} : $P, $H
+  return %a, %s1, %m1, %acc1 : $P, $H, $P, $H
+})mlir",
+             {{"P", ty({-1}, "f64")}, {"H", ty({-1, -1}, "f64")}});
+    std::vector<HostTensor> out =
+        runLowered(src, {host(p), host(h), host(mass), host(acc), host(s)});
+    ASSERT_EQ(out.size(), 4u);
+    HaltingResult ref = halting(p, h, mass, acc, s, 0.9);
+    expectClose("dynamic shapes", dt, real(out[0]), ref.a);
+    expectClose("dynamic shapes", dt, real(out[1]), ref.s);
+    expectClose("dynamic shapes", dt, real(out[2]), ref.newMass);
+    expectClose("dynamic shapes", dt, real(out[3]), ref.newAcc);
+  }
+  {
+    SCOPED_TRACE("route_topk and moe, dynamic tokens and experts");
+    Tensor<double> probs = rng.tensor(dt, {4, 5}, 0.0, 1.0);
+    probs.data[1] = probs.data[3]; // a tie
+    std::string src = fill(R"mlir(
+func.func @f(%p: $P) -> ($G, $I) attributes {llvm.emit_c_interface} {
+  %g, %i = recur.route_topk %p top 2 : $P
+  return %g, %i : $G, $I
+})mlir",
+                           {{"P", ty({-1, -1}, "f64")},
+                            {"G", ty({-1, 2}, "f64")},
+                            {"I", ty({-1, 2}, "i32")}});
+    std::vector<HostTensor> routed = runLowered(src, {host(probs)});
+    ASSERT_EQ(routed.size(), 2u);
+    RouteResult route = routeTopK(probs, 2);
+    expectClose("dynamic shapes", dt, real(routed[0]), route.gates);
+    EXPECT_EQ(ints(routed[1]).data, route.indices.data);
+
+    Tensor<double> x = rng.tensor(dt, {4, 3});
+    Tensor<double> wIn = rng.tensor(dt, {5, 3, 6}),
+                   wOut = rng.tensor(dt, {5, 6, 3});
+    Tensor<bool> active(std::vector<int64_t>{4}, true);
+    active.data[2] = false;
+    src = fill(R"mlir(
+func.func @f(%x: $X, %i: $I, %g: $G, %w1: $W1, %w2: $W2, %act: $A) -> $X
+    attributes {llvm.emit_c_interface} {
+  %y = recur.moe %x, %i, %g, %w1, %w2 active(%act : $A)
+      {activation = #recur.activation<silu>} : $X, $I, $G, $W1, $W2
+  return %y : $X
+})mlir",
+               {{"X", ty({-1, -1}, "f64")},
+                {"I", ty({-1, -1}, "i32")},
+                {"G", ty({-1, -1}, "f64")},
+                {"W1", ty({-1, -1, -1}, "f64")},
+                {"W2", ty({-1, -1, -1}, "f64")},
+                {"A", ty({-1}, "i1")}});
+    std::vector<HostTensor> out =
+        runLowered(src, {host(x), host(route.indices), host(route.gates),
+                         host(wIn), host(wOut), host(active)});
+    ASSERT_EQ(out.size(), 1u);
+    expectClose("dynamic shapes", dt, real(out[0]),
+                moe(x, route.indices, route.gates, wIn, wOut, active,
+                    Activation::Silu));
+  }
+}
+
+} // namespace
