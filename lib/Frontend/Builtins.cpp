@@ -31,48 +31,11 @@ class Args {
 public:
   Args(Generator &gen, const CallExpr &call) : gen(gen), call(call) {}
 
-  /// Checks the positional count and that every keyword is known.
+  /// Checks the positional count, the keywords and the body.
   bool check(size_t minPositional, size_t maxPositional,
              std::initializer_list<llvm::StringRef> keywords = {},
              bool body = false) {
-    bool ok = true;
-    size_t n = call.args.size();
-    if (n < minPositional || n > maxPositional) {
-      std::string expected =
-          minPositional == maxPositional
-              ? std::to_string(minPositional)
-              : maxPositional == SIZE_MAX
-                    ? "at least " + std::to_string(minPositional)
-                    : std::to_string(minPositional) + " to " +
-                          std::to_string(maxPositional);
-      gen.error(call.getRange(), "'" + call.callee + "' takes " + expected +
-                                     " positional argument" +
-                                     (expected == "1" ? "" : "s") + ", got " +
-                                     llvm::Twine(n));
-      ok = false;
-    }
-    for (const KeywordArg &kw : call.kwargs) {
-      if (llvm::is_contained(keywords, kw.name))
-        continue;
-      std::string known;
-      for (llvm::StringRef k : keywords)
-        known += (known.empty() ? "" : ", ") + k.str();
-      gen.error(kw.nameRange, "'" + call.callee + "' has no argument '" +
-                                  kw.name + "'" +
-                                  (known.empty() ? std::string()
-                                                 : "; it takes " + known));
-      ok = false;
-    }
-    if (call.body && !body) {
-      gen.error(call.body->range, "'" + call.callee + "' takes no 'do' body");
-      ok = false;
-    }
-    if (!call.body && body) {
-      gen.error(call.getRange(), "'" + call.callee +
-                                     "' needs a 'do (...) { ... }' body");
-      ok = false;
-    }
-    return ok;
+    return gen.checkCall(call, minPositional, maxPositional, keywords, body);
   }
 
   size_t size() const { return call.args.size(); }

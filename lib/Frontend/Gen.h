@@ -67,6 +67,12 @@ public:
   TV genCall(const CallExpr &call);
   TV genBuiltin(const CallExpr &call, bool &handled);
   TV genRecurBuiltin(const CallExpr &call, bool &handled);
+  /// Checks a builtin call's shape: `minPositional..maxPositional`
+  /// positional arguments (SIZE_MAX: no limit), keywords among `keywords`,
+  /// and a `do` body exactly when `body`. Reports every mismatch.
+  bool checkCall(const CallExpr &call, size_t minPositional,
+                 size_t maxPositional, llvm::ArrayRef<llvm::StringRef> keywords,
+                 bool body);
   /// Every builtin's name, for "did you mean" hints.
   static llvm::ArrayRef<const char *> builtinNames();
   /// Runs a statement list in a new scope that sees `params`; returns the

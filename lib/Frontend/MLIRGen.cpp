@@ -1445,6 +1445,50 @@ TV Generator::gen(const Expr &expr) {
   return TV();
 }
 
+bool Generator::checkCall(const CallExpr &call, size_t minPositional,
+                          size_t maxPositional,
+                          llvm::ArrayRef<llvm::StringRef> keywords,
+                          bool body) {
+  bool ok = true;
+  size_t n = call.args.size();
+  if (n < minPositional || n > maxPositional) {
+    // `scan` and `blocks` take any number: no "1 to 2^64-1".
+    std::string expected =
+        minPositional == maxPositional
+            ? std::to_string(minPositional)
+            : maxPositional == SIZE_MAX
+                  ? "at least " + std::to_string(minPositional)
+                  : std::to_string(minPositional) + " to " +
+                        std::to_string(maxPositional);
+    error(call.getRange(), "'" + call.callee + "' takes " + expected +
+                               " positional argument" +
+                               (expected == "1" ? "" : "s") + ", got " +
+                               llvm::Twine(n));
+    ok = false;
+  }
+  for (const KeywordArg &kw : call.kwargs) {
+    if (llvm::is_contained(keywords, kw.name))
+      continue;
+    std::string known;
+    for (llvm::StringRef k : keywords)
+      known += (known.empty() ? "" : ", ") + k.str();
+    error(kw.nameRange, "'" + call.callee + "' has no argument '" + kw.name +
+                            "'" +
+                            (known.empty() ? std::string()
+                                           : "; it takes " + known));
+    ok = false;
+  }
+  if (call.body && !body) {
+    error(call.body->range, "'" + call.callee + "' takes no 'do' body");
+    ok = false;
+  } else if (!call.body && body) {
+    error(call.getRange(),
+          "'" + call.callee + "' needs a 'do (...) { ... }' body");
+    ok = false;
+  }
+  return ok;
+}
+
 TV Generator::genCall(const CallExpr &call) {
   auto fn = fns.find(call.callee);
   if (fn != fns.end()) {

@@ -34,44 +34,7 @@ struct Call {
   bool check(size_t minPositional, size_t maxPositional,
              std::initializer_list<llvm::StringRef> keywords,
              bool body = false) {
-    bool ok = true;
-    size_t n = call.args.size();
-    if (n < minPositional || n > maxPositional) {
-      // `scan` and `blocks` take any number: no "1 to 2^64-1".
-      std::string expected =
-          minPositional == maxPositional
-              ? std::to_string(minPositional)
-              : maxPositional == SIZE_MAX
-                    ? "at least " + std::to_string(minPositional)
-                    : std::to_string(minPositional) + " to " +
-                          std::to_string(maxPositional);
-      gen.error(call.getRange(), "'" + call.callee + "' takes " + expected +
-                                     " positional argument" +
-                                     (expected == "1" ? "" : "s") + ", got " +
-                                     llvm::Twine(n));
-      ok = false;
-    }
-    for (const KeywordArg &k : call.kwargs) {
-      if (llvm::is_contained(keywords, k.name))
-        continue;
-      std::string known;
-      for (llvm::StringRef w : keywords)
-        known += (known.empty() ? "" : ", ") + w.str();
-      gen.error(k.nameRange, "'" + call.callee + "' has no argument '" +
-                                 k.name + "'" +
-                                 (known.empty() ? std::string()
-                                                : "; it takes " + known));
-      ok = false;
-    }
-    if (call.body && !body) {
-      gen.error(call.body->range, "'" + call.callee + "' takes no 'do' body");
-      ok = false;
-    } else if (!call.body && body) {
-      gen.error(call.getRange(), "'" + call.callee +
-                                     "' needs a 'do (...) { ... }' body");
-      ok = false;
-    }
-    return ok;
+    return gen.checkCall(call, minPositional, maxPositional, keywords, body);
   }
 
   TV tensor(const Expr &e, llvm::StringRef what, bool mask = false) {
