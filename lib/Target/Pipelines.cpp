@@ -42,7 +42,48 @@ void mlir::recur::buildReferenceLoweringPipeline(OpPassManager &pm) {
     llvm::report_fatal_error("recur: malformed reference lowering pipeline");
 }
 
+void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm) {
+  // The reference lowering with the loops of independent iterations (tagged
+  // by RecurToLoops, and the parallel dimensions of linalg glue) run as
+  // OpenMP worksharing loops, elementwise glue fused on tensors first, and
+  // every buffer the kernel allocates drawn from the runtime
+  // (`_mlir_memref_to_llvm_alloc` and friends, defined by librecur_rt).
+  // memref.alloca_scope (from the OpenMP conversion) is lowered with the
+  // rest of memref before scf becomes cf, which it needs.
+  static constexpr const char *kPipeline =
+      "convert-recur-to-loops{mark-parallel},"
+      "canonicalize,"
+      "linalg-fuse-elementwise-ops,"
+      "canonicalize,"
+      "cse,"
+      "one-shot-bufferize{bufferize-function-boundaries "
+      "function-boundary-type-conversion=identity-layout-map "
+      "allow-return-allocs-from-loops},"
+      "convert-linalg-to-parallel-loops,"
+      "func.func(recur-parallelize-loops),"
+      "canonicalize,"
+      "buffer-deallocation-pipeline,"
+      "convert-bufferization-to-memref,"
+      "convert-scf-to-openmp,"
+      "expand-strided-metadata,"
+      "lower-affine,"
+      "finalize-memref-to-llvm{use-generic-functions},"
+      "convert-scf-to-cf,"
+      "convert-complex-to-standard,"
+      "convert-math-to-llvm,"
+      "convert-math-to-libm,"
+      "convert-to-llvm,"
+      "reconcile-unrealized-casts";
+  if (failed(parsePassPipeline(kPipeline, pm)))
+    llvm::report_fatal_error("recur: malformed CPU lowering pipeline");
+}
+
 void mlir::recur::registerRecurPipelines() {
+  PassPipelineRegistration<>(
+      "recur-cpu-to-llvm",
+      "Lower recur to the LLVM dialect for the CPU: parallel loops on "
+      "OpenMP, buffers from librecur_rt",
+      buildCpuLoweringPipeline);
   PassPipelineRegistration<>(
       "recur-reference-to-llvm",
       "Lower recur through the scalar reference loops to the LLVM dialect",

@@ -50,10 +50,10 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
       descending, index ascending); `moe`: each selected expert's network
       per token, with exact-erf gelu (`math.erf`).
 
-    Recur ops nested in inlined bodies are lowered in turn. The one form
-    that is refused, with an error, is a `block_recurrence` output with a
-    dynamic size other than the axis: the outputs are allocated before the
-    body runs.
+    Recur ops nested in inlined bodies are lowered in turn. A
+    `block_recurrence` output with a dynamic size besides the axis (the batch
+    of a layer, say) takes it from the first block: block 0 runs before the
+    loop, inside an `scf.if` on there being a block at all.
 
     Before:
 
@@ -75,6 +75,13 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
     }
     ```
   }];
+  let options = [
+    Option<"markParallel", "mark-parallel", "bool", /*default=*/"false",
+           "Tag the loops whose iterations are independent (the nests over "
+           "batch, heads, channels, tokens and query rows) with the unit "
+           "attribute `recur.parallel`, for `recur-parallelize-loops` after "
+           "bufferization">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::complex::ComplexDialect",
@@ -82,6 +89,46 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
     "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect"
   ];
+}
+
+def RecurParallelizeLoops : Pass<"recur-parallelize-loops",
+                                 "::mlir::func::FuncOp"> {
+  let summary = "Turn the loops RecurToLoops marked independent into "
+                "scf.parallel, one parallel nest deep";
+  let description = [{
+    Runs after one-shot bufferization of the output of
+    `convert-recur-to-loops{mark-parallel}`. An `scf.for` tagged
+    `recur.parallel` whose iteration arguments are all memrefs yielded back
+    unchanged (each iteration writes its own elements of the same buffers,
+    in place) becomes an `scf.parallel`; a tagged loop whose bufferized form
+    copies a buffer (a yielded value that is not its own iteration
+    argument) is left sequential, so the tag is a promise checked against
+    what bufferization did. Perfectly nested parallel loops are merged into
+    one multi-dimensional `scf.parallel`, and an `scf.parallel` nested in
+    another one (from the tags or from `convert-linalg-to-parallel-loops`)
+    is turned back into `scf.for` loops, so `convert-scf-to-openmp` forks
+    threads once per nest and never nests thread teams.
+
+    Before (bufferized):
+
+    ```mlir
+    %r = scf.for %b = %c0 to %n step %c1 iter_args(%o = %out) -> (memref<?xf32>) {
+      ...
+      memref.store %v, %o[%b] : memref<?xf32>
+      scf.yield %o : memref<?xf32>
+    } {recur.parallel}
+    ```
+
+    After:
+
+    ```mlir
+    scf.parallel (%b) = (%c0) to (%n) step (%c1) {
+      ...
+      memref.store %v, %out[%b] : memref<?xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
 #endif // RECUR_CONVERSION_PASSES_TD

@@ -17,6 +17,12 @@ namespace recur {
 /// correctness reference, not a fast path.
 void buildReferenceLoweringPipeline(OpPassManager &pm);
 
+/// recur (with linalg/arith/math/complex glue) to the LLVM dialect for the
+/// CPU backend: the RecurToLoops loops with independent iterations and the
+/// parallel dimensions of linalg glue on OpenMP, buffers allocated through
+/// librecur_rt. Registered as `recur-cpu-to-llvm`.
+void buildCpuLoweringPipeline(OpPassManager &pm);
+
 /// Registers the pipelines above with the pass registry
 /// (`--recur-reference-to-llvm`).
 void registerRecurPipelines();

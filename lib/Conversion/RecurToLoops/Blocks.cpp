@@ -24,20 +24,6 @@ using namespace mlir::recur::loops;
 // recur.block_recurrence
 //===----------------------------------------------------------------------===//
 
-std::string mlir::recur::loops::whyNotLowerable(BlockRecurrenceOp op) {
-  int64_t axis = op.getAxisAttr().getInt();
-  for (auto [i, output] : llvm::enumerate(op.getOutputs())) {
-    auto type = cast<RankedTensorType>(output.getType());
-    for (int64_t d = 0, e = type.getRank(); d < e; ++d)
-      if (d != axis && type.isDynamicDim(d))
-        return "output #" + std::to_string(i) + " has a dynamic dimension " +
-               std::to_string(d) +
-               " besides the axis; the reference lowering allocates the "
-               "outputs before the body runs and needs its size";
-  }
-  return "";
-}
-
 namespace {
 
 /// The offsets, sizes and unit strides of the positions [offset, offset +
@@ -64,14 +50,24 @@ SliceBounds axisSlice(OpBuilder &b, Location loc, Value tensor, int64_t axis,
   return s;
 }
 
+/// Whether some output has a dynamic size besides the axis, known only once
+/// the body has produced a block of it.
+bool hasDynamicOutputSizes(BlockRecurrenceOp op) {
+  int64_t axis = op.getAxisAttr().getInt();
+  return llvm::any_of(op.getOutputs(), [&](Value output) {
+    auto type = cast<RankedTensorType>(output.getType());
+    for (int64_t d = 0, e = type.getRank(); d < e; ++d)
+      if (d != axis && type.isDynamicDim(d))
+        return true;
+    return false;
+  });
+}
+
 struct BlockRecurrenceToLoops : OpRewritePattern<BlockRecurrenceOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(BlockRecurrenceOp op,
                                 PatternRewriter &rewriter) const override {
-    std::string why = whyNotLowerable(op);
-    if (!why.empty())
-      return rewriter.notifyMatchFailure(op, why);
     Location loc = op.getLoc();
     int64_t axis = op.getAxisAttr().getInt();
     int64_t blockSize = op.getBlockSizeAttr().getInt();
@@ -79,49 +75,101 @@ struct BlockRecurrenceToLoops : OpRewritePattern<BlockRecurrenceOp> {
     size_t numOutputs = op.getOutputs().size();
 
     // T positions, T / block_size blocks; the outputs have T positions along
-    // the axis and the static sizes of their type elsewhere.
+    // the axis.
     Value length = dimSize(rewriter, loc, op.getInputs().front(), axis);
     Value blockLen = indexConst(rewriter, loc, blockSize);
     Value numBlocks = arith::DivUIOp::create(rewriter, loc, length, blockLen);
-    SmallVector<Value> iterInit;
-    for (Value output : op.getOutputs()) {
-      auto type = cast<RankedTensorType>(output.getType());
-      SmallVector<Value> sizes;
-      for (int64_t d = 0, e = type.getRank(); d < e; ++d)
-        sizes.push_back(
-            d == axis ? length : indexConst(rewriter, loc, type.getDimSize(d)));
-      iterInit.push_back(emptyLike(rewriter, loc, type, sizes));
-    }
-    llvm::append_range(iterInit, op.getInits());
 
-    Value zero = indexConst(rewriter, loc, 0);
+    // The body on the block at `offset`: slices of the inputs and the
+    // carried values in, the block of every output then the next carried
+    // values out.
+    auto runBody = [&](OpBuilder &b, Location l, Value offset,
+                       ValueRange carried) {
+      SmallVector<Value> args;
+      for (auto [input, arg] : llvm::zip(op.getInputs(), body.getArguments())) {
+        SliceBounds s =
+            axisSlice(b, l, input, axis, offset, b.getIndexAttr(blockSize));
+        args.push_back(tensor::ExtractSliceOp::create(
+            b, l, cast<RankedTensorType>(arg.getType()), input, s.offsets,
+            s.sizes, s.strides));
+      }
+      llvm::append_range(args, carried);
+      return inlineBlock(b, body, args);
+    };
+    // The block of every output goes to positions [offset, offset + W).
+    auto insertBlocks = [&](OpBuilder &b, Location l, Value offset,
+                            ValueRange yielded, ValueRange outputs) {
+      SmallVector<Value> next;
+      for (size_t m = 0; m < numOutputs; ++m) {
+        SliceBounds s = axisSlice(b, l, outputs[m], axis, offset,
+                                  b.getIndexAttr(blockSize));
+        next.push_back(tensor::InsertSliceOp::create(
+            b, l, yielded[m], outputs[m], s.offsets, s.sizes, s.strides));
+      }
+      llvm::append_range(next, yielded.drop_front(numOutputs));
+      return next;
+    };
+    // The outputs, sized T along the axis; a dynamic size elsewhere comes
+    // from `sizeOf(m, d)`.
+    auto allocOutputs = [&](OpBuilder &b, Location l,
+                            function_ref<Value(size_t, int64_t)> sizeOf) {
+      SmallVector<Value> outputs;
+      for (auto [m, output] : llvm::enumerate(op.getOutputs())) {
+        auto type = cast<RankedTensorType>(output.getType());
+        SmallVector<Value> sizes;
+        for (int64_t d = 0, e = type.getRank(); d < e; ++d)
+          sizes.push_back(d == axis ? length
+                          : type.isDynamicDim(d)
+                              ? sizeOf(m, d)
+                              : indexConst(b, l, type.getDimSize(d)));
+        outputs.push_back(emptyLike(b, l, type, sizes));
+      }
+      return outputs;
+    };
+
+    Value first = indexConst(rewriter, loc, 0);
+    SmallVector<Value> iterInit;
+    if (!hasDynamicOutputSizes(op)) {
+      iterInit = allocOutputs(rewriter, loc, [](size_t, int64_t) -> Value {
+        llvm_unreachable("static sizes");
+      });
+      llvm::append_range(iterInit, op.getInits());
+    } else {
+      // Block 0 runs first, outside the loop: its outputs give the sizes.
+      // With no block at all the outputs have no positions, and 0 for the
+      // sizes the body would have said.
+      Value zero = indexConst(rewriter, loc, 0);
+      Value any = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ugt,
+                                        numBlocks, zero);
+      auto peeled = scf::IfOp::create(
+          rewriter, loc, any,
+          [&](OpBuilder &b, Location l) {
+            SmallVector<Value> yielded = runBody(b, l, zero, op.getInits());
+            SmallVector<Value> outputs =
+                allocOutputs(b, l, [&](size_t m, int64_t d) -> Value {
+                  return tensor::DimOp::create(b, l, yielded[m], d);
+                });
+            scf::YieldOp::create(b, l,
+                                 insertBlocks(b, l, zero, yielded, outputs));
+          },
+          [&](OpBuilder &b, Location l) {
+            SmallVector<Value> none = allocOutputs(
+                b, l, [&](size_t, int64_t) { return indexConst(b, l, 0); });
+            llvm::append_range(none, op.getInits());
+            scf::YieldOp::create(b, l, none);
+          });
+      iterInit = peeled.getResults();
+      first = indexConst(rewriter, loc, 1);
+    }
+
     SmallVector<Value> results = buildLoop(
-        rewriter, loc, zero, numBlocks, iterInit,
+        rewriter, loc, first, numBlocks, iterInit,
         [&](OpBuilder &b, Location l, ValueRange blk, ValueRange iter) {
           Value offset = arith::MulIOp::create(b, l, blk[0], blockLen);
-          // Block t of every input, then the carried values.
-          SmallVector<Value> args;
-          for (auto [input, arg] :
-               llvm::zip(op.getInputs(), body.getArguments())) {
-            SliceBounds s =
-                axisSlice(b, l, input, axis, offset, b.getIndexAttr(blockSize));
-            args.push_back(tensor::ExtractSliceOp::create(
-                b, l, cast<RankedTensorType>(arg.getType()), input, s.offsets,
-                s.sizes, s.strides));
-          }
-          llvm::append_range(args, iter.drop_front(numOutputs));
-          SmallVector<Value> yielded = inlineBlock(b, body, args);
-          // Block t of every output goes to positions [offset, offset + B).
-          SmallVector<Value> next;
-          for (size_t m = 0; m < numOutputs; ++m) {
-            SliceBounds s = axisSlice(b, l, iter[m], axis, offset,
-                                      b.getIndexAttr(blockSize));
-            next.push_back(tensor::InsertSliceOp::create(
-                b, l, yielded[m], iter[m], s.offsets, s.sizes, s.strides));
-          }
-          llvm::append_range(next,
-                             ArrayRef<Value>(yielded).drop_front(numOutputs));
-          return next;
+          SmallVector<Value> yielded =
+              runBody(b, l, offset, iter.drop_front(numOutputs));
+          return insertBlocks(b, l, offset, yielded,
+                              iter.take_front(numOutputs));
         });
     rewriter.replaceOp(op, results);
     return success();

@@ -31,11 +31,6 @@ void populateAttentionPatterns(RewritePatternSet &patterns);
 /// block_recurrence, memory_update and stop_gradient (Blocks.cpp).
 void populateBlockPatterns(RewritePatternSet &patterns);
 
-/// Why the reference lowering cannot lower `op` (empty when it can): the
-/// outputs are allocated before the body runs, so their sizes other than the
-/// axis must be static.
-std::string whyNotLowerable(BlockRecurrenceOp op);
-
 /// halting and depth_loop (Depth.cpp).
 void populateDepthPatterns(RewritePatternSet &patterns);
 

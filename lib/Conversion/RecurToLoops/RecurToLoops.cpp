@@ -13,6 +13,7 @@
 #include "recur/Conversion/RecurToLoops/RecurToLoops.h"
 
 #include "Patterns.h"
+#include "Utility.h"
 
 #include "Recur/IR/Recur.h"
 
@@ -36,18 +37,9 @@ namespace {
 
 struct ConvertRecurToLoopsPass
     : recur::impl::ConvertRecurToLoopsBase<ConvertRecurToLoopsPass> {
-  void runOnOperation() override {
-    // Say why an op cannot be lowered rather than only that it was not.
-    WalkResult unsupported = getOperation()->walk([](BlockRecurrenceOp op) {
-      std::string why = loops::whyNotLowerable(op);
-      if (why.empty())
-        return WalkResult::advance();
-      op.emitOpError("cannot be lowered to reference loops: ") << why;
-      return WalkResult::interrupt();
-    });
-    if (unsupported.wasInterrupted())
-      return signalPassFailure();
+  using Base::Base;
 
+  void runOnOperation() override {
     ConversionTarget target(getContext());
     target.addLegalDialect<arith::ArithDialect, complex::ComplexDialect,
                            math::MathDialect, scf::SCFDialect,
@@ -58,7 +50,13 @@ struct ConvertRecurToLoopsPass
     populateRecurToLoopsPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    // The patterns tag every nest of independent iterations; the tags stay
+    // only for a pipeline that parallelizes them.
+    if (!markParallel)
+      getOperation()->walk([](scf::ForOp loop) {
+        loop->removeAttr(loops::kParallelAttrName);
+      });
   }
 };
 

@@ -161,6 +161,8 @@ SmallVector<Value> loops::buildNest(OpBuilder &b, Location loc, ValueRange ubs,
       [&](OpBuilder &nb, Location l, ValueRange ivs, ValueRange args) {
         return scf::ValueVector(body(nb, l, ivs, args));
       });
+  for (scf::ForOp loop : nest.loops)
+    loop->setAttr(kParallelAttrName, b.getUnitAttr());
   return SmallVector<Value>(nest.results);
 }
 

@@ -14,6 +14,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
 
 #include <optional>
 
@@ -94,9 +95,15 @@ Value attentionScale(OpBuilder &b, Location loc, Type elem,
 SmallVector<Value> buildLoop(OpBuilder &b, Location loc, Value lb, Value ub,
                              ValueRange iterArgs, LoopBody body);
 
+/// The unit attribute that tags a loop of independent iterations: each one
+/// reads the operands and writes only its own elements of the results.
+inline constexpr llvm::StringLiteral kParallelAttrName = "recur.parallel";
+
 /// A nest of loops from 0 to each of `ubs` (outermost first) threading
 /// `iterArgs`; `body` sees one induction variable per loop. With no `ubs`
-/// the body is built once, in place.
+/// the body is built once, in place. The iterations must be independent:
+/// every loop is tagged `kParallelAttrName` (kept only when the pass runs
+/// with `mark-parallel`).
 SmallVector<Value> buildNest(OpBuilder &b, Location loc, ValueRange ubs,
                              ValueRange iterArgs, LoopBody body);
 

@@ -15,6 +15,7 @@ class RewritePatternSet;
 namespace recur {
 
 #define GEN_PASS_DECL_CONVERTRECURTOLOOPS
+#define GEN_PASS_DECL_RECURPARALLELIZELOOPS
 #include "recur/Conversion/Passes.h.inc"
 
 /// Adds the patterns that lower recur ops to scalar scf loops.
