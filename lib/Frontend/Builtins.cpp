@@ -777,6 +777,8 @@ TV Generator::genBuiltin(const CallExpr &call, bool &handled) {
     if (!n || !dtypeName)
       return TV();
     std::optional<DType> dtype = parseDType(*dtypeName);
+    if (dtype)
+      dtype = promoted(*dtype);
     if (!dtype || isComplex(*dtype)) {
       error(args.kwRange("dtype"), "'dtype' must be \"f16\", \"bf16\", "
                                    "\"f32\" or \"f64\"");

@@ -160,6 +160,10 @@ private:
 
   const Module &module;
   mlir::MLIRContext &context;
+  /// `dtype` as the layer computes it: every float and complex type widened
+  /// to f64 / c128 under CompileOptions::promoteToF64.
+  DType promoted(DType dtype) const;
+
   const CompileOptions &options;
   std::string fileName;
 

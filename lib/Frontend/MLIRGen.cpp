@@ -210,10 +210,31 @@ std::optional<SpecType> Generator::resolveType(const TypeExpr &type) {
   }
   if (!ok)
     return std::nullopt;
-  return SpecType::tensor(type.dtype, std::move(shape));
+  return SpecType::tensor(promoted(type.dtype), std::move(shape));
+}
+
+DType Generator::promoted(DType dtype) const {
+  if (!options.promoteToF64)
+    return dtype;
+  if (isComplex(dtype))
+    return DType::C128;
+  return dtype == DType::Bool ? dtype : DType::F64;
 }
 
 namespace {
+/// The `recur.dims` attribute of a layer argument or result: each
+/// dimension's name as the spec wrote it (a runtime dim's symbol, a
+/// compile-time dim's name), or its size when it has no name. The runtime
+/// header and its error messages speak in these names.
+ArrayAttr dimNames(Builder &b, const SpecType &type) {
+  SmallVector<Attribute> names;
+  for (const Dim &dim : type.shape)
+    names.push_back(b.getStringAttr(dim.isRuntime()      ? dim.symbol
+                                    : !dim.name.empty() ? dim.name
+                                                        : std::to_string(dim.size)));
+  return b.getArrayAttr(names);
+}
+
 /// The shortest spelling of `v` that reads back as `v` (0.044, 1e-06, -1.5),
 /// so that init arguments reach `recur.init` unrounded.
 std::string spellNumber(double v) {
@@ -390,6 +411,7 @@ bool Generator::genLayer(const LayerDecl &layer, ModuleOp out) {
     func.setArgAttr(i, "recur.name", builder.getStringAttr(decl->name));
     func.setArgAttr(i, "recur.role",
                     builder.getStringAttr(roleName(decl->role)));
+    func.setArgAttr(i, "recur.dims", dimNames(builder, type));
     if (decl->role == Role::Param || decl->role == Role::State) {
       std::string init = "zeros";
       if (decl->init)
@@ -411,6 +433,7 @@ bool Generator::genLayer(const LayerDecl &layer, ModuleOp out) {
   for (auto [i, result] : llvm::enumerate(results)) {
     func.setResultAttr(i, "recur.name",
                        builder.getStringAttr(result.first->name));
+    func.setResultAttr(i, "recur.dims", dimNames(builder, result.second));
     func.setResultAttr(i, "recur.role",
                        builder.getStringAttr(result.first->role == Role::State
                                                  ? "next_state"

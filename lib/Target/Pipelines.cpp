@@ -8,11 +8,33 @@
 
 #include "recur/Conversion/Passes.h"
 
+#include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/ErrorHandling.h"
 
 using namespace mlir;
+
+namespace {
+/// The pipelines are spelled as text, which names registered passes: a tool
+/// that builds one without registering every pass itself (recurc,
+/// recur-run) gets them registered here, once.
+void ensurePassesRegistered() {
+  static bool registered = [] {
+    registerAllPasses();
+    recur::registerRecurConversionPasses();
+    return true;
+  }();
+  (void)registered;
+}
+
+/// Appends the textual pipeline `text` to `pm`.
+void appendPipeline(OpPassManager &pm, StringRef text, StringRef what) {
+  ensurePassesRegistered();
+  if (failed(parsePassPipeline(text, pm)))
+    llvm::report_fatal_error(Twine("recur: malformed ") + what);
+}
+} // namespace
 
 void mlir::recur::buildReferenceLoweringPipeline(OpPassManager &pm) {
   // Spelled as text so the pipeline reads the same here, in the docs and in a
@@ -38,8 +60,7 @@ void mlir::recur::buildReferenceLoweringPipeline(OpPassManager &pm) {
       "convert-math-to-libm,"
       "convert-to-llvm,"
       "reconcile-unrealized-casts";
-  if (failed(parsePassPipeline(kPipeline, pm)))
-    llvm::report_fatal_error("recur: malformed reference lowering pipeline");
+  appendPipeline(pm, kPipeline, "reference lowering pipeline");
 }
 
 void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm) {
@@ -74,8 +95,7 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm) {
       "convert-math-to-libm,"
       "convert-to-llvm,"
       "reconcile-unrealized-casts";
-  if (failed(parsePassPipeline(kPipeline, pm)))
-    llvm::report_fatal_error("recur: malformed CPU lowering pipeline");
+  appendPipeline(pm, kPipeline, "CPU lowering pipeline");
 }
 
 void mlir::recur::registerRecurPipelines() {

@@ -2,20 +2,33 @@
 //
 // Part of the Recur project.
 //
-// recurc SPEC.recur --emit=mlir [-o FILE] [--layer NAME] [-D NAME=VALUE]...
+// recurc SPEC.recur [--emit=mlir] [-o FILE] [--layer NAME] [-D NAME=VALUE]...
+// recurc SPEC.recur --target=cpu -o OUTDIR [--layer NAME] [-D ...]
+//     writes OUTDIR/<layer>.o and OUTDIR/<layer>.h for every layer
+// recurc SPEC.recur --target=cpu --emit=llvm|obj|header -o FILE [...]
 //
 // Exit status: 0 on success, 1 when the spec has errors (reported as
-// file:line:col: error: with the source line and a caret) or the command
-// line is wrong.
+// file:line:col: error: with the source line and a caret), the command line
+// is wrong, or lowering fails. Nothing is written unless everything
+// compiled.
 //
 //===----------------------------------------------------------------------===//
 
 #include "recur/Frontend/MLIRGen.h"
 #include "recur/Frontend/Parser.h"
+#include "recur/Target/CpuTarget.h"
+#include "recur/Target/LayerSignature.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Target/TargetMachine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -33,17 +46,55 @@ cl::OptionCategory recurcCategory("recurc options");
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<spec.recur>"),
                                cl::init("-"), cl::cat(recurcCategory));
 
-cl::opt<std::string> outputFile("o",
-                                cl::desc("Write the output to <file> "
-                                         "(default: standard output)"),
-                                cl::value_desc("file"), cl::init("-"),
-                                cl::cat(recurcCategory));
+cl::opt<std::string>
+    outputFile("o",
+               cl::desc("Write the output to <path>: a file (default: "
+                        "standard output), or with --target=cpu and no "
+                        "--emit the directory that receives <layer>.o and "
+                        "<layer>.h"),
+               cl::value_desc("path"), cl::init("-"), cl::cat(recurcCategory));
 
-enum class Emit { MLIR };
-cl::opt<Emit> emit("emit", cl::desc("What to produce"), cl::init(Emit::MLIR),
-                   cl::values(clEnumValN(Emit::MLIR, "mlir",
-                                         "the recur dialect IR (default)")),
-                   cl::cat(recurcCategory));
+enum class Emit { Default, MLIR, LLVM, Obj, Header };
+cl::opt<Emit> emit(
+    "emit", cl::desc("What to produce"), cl::init(Emit::Default),
+    cl::values(
+        clEnumValN(Emit::MLIR, "mlir",
+                   "the recur dialect IR (the default without --target)"),
+        clEnumValN(Emit::LLVM, "llvm",
+                   "optimized LLVM IR of the kernels (implies --target=cpu)"),
+        clEnumValN(Emit::Obj, "obj",
+                   "one object file with every layer compiled (implies "
+                   "--target=cpu; needs -o)"),
+        clEnumValN(Emit::Header, "header",
+                   "the C header of each layer (implies --target=cpu)")),
+    cl::cat(recurcCategory));
+
+enum class Backend { None, CPU };
+cl::opt<Backend> target(
+    "target", cl::desc("Compile for a backend"), cl::init(Backend::None),
+    cl::values(clEnumValN(Backend::CPU, "cpu",
+                          "x86-64 object code linked with librecur_rt; "
+                          "without --emit, -o names a directory that "
+                          "receives <layer>.o and <layer>.h")),
+    cl::cat(recurcCategory));
+
+cl::opt<bool> promoteF64("f64",
+                         cl::desc("Compile every float tensor as f64 and "
+                                  "every complex one as c128 (the layer in "
+                                  "double precision)"),
+                         cl::cat(recurcCategory));
+
+cl::opt<std::string> cpuName(
+    "cpu",
+    cl::desc("The CPU the object code is for (an LLVM CPU name, or native); "
+             "the default runs on any x86-64 with AVX2 and FMA"),
+    cl::value_desc("name"), cl::init("x86-64-v3"), cl::cat(recurcCategory));
+
+cl::opt<unsigned> optLevel("O", cl::Prefix,
+                           cl::desc("LLVM optimization level, 0 to 3 "
+                                    "(default 3)"),
+                           cl::value_desc("level"), cl::init(3),
+                           cl::cat(recurcCategory));
 
 cl::opt<std::string> layerName("layer",
                                cl::desc("Compile only the layer <name> "
@@ -61,6 +112,121 @@ int fail(const Twine &message) {
   WithColor::error(errs(), "recurc") << message << "\n";
   return EXIT_FAILURE;
 }
+
+/// Writes `path` ("-": standard output) with `write`, opened only now so a
+/// failed compile never clobbers it.
+int writeFile(StringRef path, function_ref<void(raw_ostream &)> write) {
+  std::string errorMessage;
+  std::unique_ptr<ToolOutputFile> output =
+      mlir::openOutputFile(path, &errorMessage);
+  if (!output)
+    return fail(errorMessage);
+  write(output->os());
+  output->keep();
+  return EXIT_SUCCESS;
+}
+
+/// One layer compiled for the CPU: its signature, header and object code.
+struct CompiledLayer {
+  mlir::recur::LayerSignature signature;
+  std::string header;
+  SmallString<0> object;
+};
+
+/// The spec's name in generated comments.
+std::string sourceName() {
+  return inputFile == "-" ? std::string("<stdin>")
+                          : sys::path::filename(inputFile).str();
+}
+
+/// Lowers every layer of `ir` for the CPU and writes what --emit asks for.
+int compileForCpu(mlir::ModuleOp ir, mlir::MLIRContext &context) {
+  if (emit == Emit::Obj && outputFile == "-")
+    return fail("--emit=obj writes an object file: give it -o FILE");
+  std::vector<mlir::recur::LayerSignature> signatures;
+  for (auto func : ir.getOps<mlir::func::FuncOp>()) {
+    FailureOr<mlir::recur::LayerSignature> sig =
+        mlir::recur::getLayerSignature(func);
+    if (failed(sig))
+      return EXIT_FAILURE;
+    signatures.push_back(std::move(*sig));
+  }
+  std::string targetName = "x86-64 (cpu " + cpuName + ")";
+  if (emit == Emit::Header)
+    return writeFile(outputFile, [&](raw_ostream &os) {
+      for (const auto &sig : signatures)
+        os << mlir::recur::emitLayerHeader(sig, sourceName(), targetName);
+    });
+
+  mlir::recur::CpuTargetOptions options;
+  options.cpu = cpuName;
+  options.optLevel = std::min(optLevel.getValue(), 3u);
+  auto machine = mlir::recur::createCpuTargetMachine(options);
+  if (!machine)
+    return fail(toString(machine.takeError()));
+
+  // Each layer on its own, so that each gets its own object.
+  std::vector<CompiledLayer> layers;
+  bool perLayer = emit == Emit::Default;
+  SmallVector<mlir::OwningOpRef<mlir::ModuleOp>> modules;
+  if (perLayer) {
+    for (const auto &sig : signatures) {
+      mlir::OwningOpRef<mlir::ModuleOp> one(
+          cast<mlir::ModuleOp>(ir->clone()));
+      for (auto func : llvm::make_early_inc_range(
+               one->getOps<mlir::func::FuncOp>()))
+        if (func.getSymName() != sig.name)
+          func.erase();
+      modules.push_back(std::move(one));
+    }
+  } else {
+    modules.push_back(mlir::OwningOpRef<mlir::ModuleOp>(
+        cast<mlir::ModuleOp>(ir->clone())));
+  }
+
+  for (auto [i, module] : llvm::enumerate(modules)) {
+    llvm::LLVMContext llvmContext;
+    auto llvmModule = mlir::recur::lowerToLLVMIR(*module, llvmContext);
+    if (failed(llvmModule))
+      return EXIT_FAILURE;
+    mlir::recur::optimizeModule(**llvmModule, **machine, options.optLevel);
+    CompiledLayer layer;
+    if (emit == Emit::LLVM) {
+      raw_svector_ostream os(layer.object);
+      (*llvmModule)->print(os, nullptr);
+    } else {
+      raw_svector_ostream os(layer.object);
+      if (Error e = mlir::recur::emitObjectFile(**llvmModule, **machine, os))
+        return fail(toString(std::move(e)));
+    }
+    if (perLayer) {
+      layer.signature = signatures[i];
+      layer.header = mlir::recur::emitLayerHeader(signatures[i],
+                                                  sourceName(), targetName);
+    }
+    layers.push_back(std::move(layer));
+  }
+
+  if (!perLayer)
+    return writeFile(outputFile,
+                     [&](raw_ostream &os) { os << layers.front().object; });
+  if (outputFile == "-")
+    return fail("--target=cpu writes <layer>.o and <layer>.h into a "
+                "directory: give it -o OUTDIR");
+  if (std::error_code ec = sys::fs::create_directories(outputFile))
+    return fail("cannot create directory '" + outputFile +
+                "': " + ec.message());
+  for (const CompiledLayer &layer : layers) {
+    SmallString<128> base(outputFile.getValue());
+    sys::path::append(base, layer.signature.name);
+    if (writeFile((base + ".o").str(),
+                  [&](raw_ostream &os) { os << layer.object; }) ||
+        writeFile((base + ".h").str(),
+                  [&](raw_ostream &os) { os << layer.header; }))
+      return EXIT_FAILURE;
+  }
+  return EXIT_SUCCESS;
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -69,13 +235,21 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "Recur compiler: compiles a layer spec written in the Recur language.\n\n"
-      "  recurc SPEC.recur --emit=mlir [-o FILE] [--layer NAME] "
-      "[-D NAME=VALUE]...\n\n"
+      "  recurc SPEC.recur [--emit=mlir] [-o FILE] [--layer NAME] "
+      "[-D NAME=VALUE]...\n"
+      "  recurc SPEC.recur --target=cpu -o OUTDIR [--layer NAME] "
+      "[-D NAME=VALUE]...\n"
+      "      writes OUTDIR/<layer>.o and OUTDIR/<layer>.h (C ABI, see\n"
+      "      include/recur/Runtime/recur_rt.h); link with librecur_rt, "
+      "libomp, libm\n"
+      "  recurc SPEC.recur --target=cpu --emit=llvm|obj|header -o FILE "
+      "...\n\n"
       "Errors are reported as file:line:col: error: ... with the source line "
       "and a caret;\nthe exit status is 1 when there is any.\n");
 
   CompileOptions options;
   options.layer = layerName;
+  options.promoteToF64 = promoteF64;
   for (const std::string &d : defines) {
     StringRef text(d);
     auto [name, value] = text.split('=');
@@ -98,9 +272,11 @@ int main(int argc, char **argv) {
   DiagnosticEngine diags(sourceMgr);
 
   Parser parser(bufferText, diags);
-  Module module = parser.parseModule();
+  recur::frontend::Module module = parser.parseModule();
 
-  mlir::MLIRContext context;
+  mlir::DialectRegistry registry;
+  mlir::recur::registerCpuTranslations(registry);
+  mlir::MLIRContext context(registry);
   mlir::OwningOpRef<mlir::ModuleOp> ir;
   if (!diags.hadError())
     ir = emitModule(module, context, options, diags,
@@ -112,13 +288,10 @@ int main(int argc, char **argv) {
     return EXIT_FAILURE;
   }
 
-  // Open the output only now, so a failed compile never clobbers it.
-  std::unique_ptr<ToolOutputFile> output =
-      mlir::openOutputFile(outputFile, &errorMessage);
-  if (!output)
-    return fail(errorMessage);
-  ir->print(output->os());
-  output->os() << "\n";
-  output->keep();
-  return EXIT_SUCCESS;
+  if (emit == Emit::MLIR || (emit == Emit::Default && target == Backend::None))
+    return writeFile(outputFile, [&](raw_ostream &os) {
+      ir->print(os);
+      os << "\n";
+    });
+  return compileForCpu(*ir, context);
 }

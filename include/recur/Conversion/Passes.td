@@ -23,11 +23,19 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
     - `linear_scan`, `scan`: a loop nest over the other dimensions around a
       sequential loop over the axis carrying the state (the combine region
       of `scan` inlined).
-    - `gated_linear_attention`: always the recurrent algorithm, one step and
-      one output column at a time, the matrix state (real or complex) kept in
-      the state result. `algorithm` and `chunk_size` only choose how an
-      optimized lowering evaluates the same recurrence, so this reference
-      ignores them.
+    - `gated_linear_attention`: per leading index (one nest of independent
+      iterations) the matrix state (real or complex) is kept in the state
+      result. `recurrent`, and `auto` on a vector state (dk or dv of 1), run
+      the recurrence one step and one output column at a time. `chunked`,
+      and `auto` on a matrix state (a dynamic size counting as large), run
+      chunks of `chunk_size` steps (64 by default): per chunk and key index,
+      prefix sums of log|a| (and arg a for complex decays, the sign for real
+      ones) in f64 with a count of exact zeros, so that a decay is exactly 0
+      across a zero and otherwise the exp of a difference of two sums, never
+      larger than the decay itself; then
+      the decayed queries and keys, the intra-chunk scores (on and below the
+      diagonal), the outputs from the scores and the carried state, and the
+      state update, with the chunk's scratch tensors created in its loop.
     - `gate`, `halting`: one loop nest over the elements (tokens); halted
       tokens are exact copies (`arith.select`), and the halting threshold is
       compared in f64.

@@ -28,6 +28,9 @@ struct CompileOptions {
   /// `-D NAME=VALUE` overrides of compile-time dims, with where they came
   /// from for diagnostics.
   std::map<std::string, int64_t> defines;
+  /// Compile every float tensor as f64 and every complex one as c128 (bool
+  /// stays): the same layer in double precision, for testing.
+  bool promoteToF64 = false;
 };
 
 /// Checks `module` (names, symbolic shapes, dtypes, state and parameter use)

@@ -3,7 +3,8 @@
 // Part of the Recur project.
 //
 // recur.linear_scan, recur.scan and recur.gated_linear_attention as
-// sequential loops over time, one element of the state at a time.
+// sequential loops over time, one element of the state at a time, or for
+// gated_linear_attention's chunked algorithm over chunks of time steps.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Complex/IR/Complex.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
@@ -189,6 +191,28 @@ struct GlaSizes {
   Value steps, dk, dv;
 };
 
+/// The chunk length of the chunked algorithm when `chunk_size` is not given.
+constexpr int64_t kDefaultChunkSize = 64;
+
+/// Whether `op` is lowered with the chunked algorithm: when it asks for it,
+/// or with `auto` when the state is a matrix (dk > 1 and dv > 1, a dynamic
+/// size counting as large).
+bool usesChunkedAlgorithm(GatedLinearAttentionOp op) {
+  switch (op.getAlgorithm()) {
+  case ScanAlgorithm::Recurrent:
+    return false;
+  case ScanAlgorithm::Chunked:
+    return true;
+  case ScanAlgorithm::Auto:
+    break;
+  }
+  auto wide = [](Value operand) {
+    int64_t width = cast<RankedTensorType>(operand.getType()).getShape().back();
+    return ShapedType::isDynamic(width) || width > 1;
+  };
+  return wide(op.getQ()) && wide(op.getV());
+}
+
 /// Writes `S_{-1}` (the `init` operand, or zero) for the leading index `lead`
 /// into `state` `[..., dk, dv]`.
 Value writeInitialState(OpBuilder &b, Location loc, Value state,
@@ -203,12 +227,423 @@ Value writeInitialState(OpBuilder &b, Location loc, Value state,
       })[0];
 }
 
+/// The float `x` as f64 (extended when narrower).
+Value toF64(OpBuilder &b, Location loc, Value x) {
+  if (x.getType().isF64())
+    return x;
+  return arith::ExtFOp::create(b, loc, b.getF64Type(), x);
+}
+
+/// The f64 `x` rounded to the float type `elem`.
+Value fromF64(OpBuilder &b, Location loc, Value x, Type elem) {
+  if (elem.isF64())
+    return x;
+  return arith::TruncFOp::create(b, loc, elem, x);
+}
+
+/// The index `x + 1`.
+Value plusOne(OpBuilder &b, Location loc, Value x) {
+  return arith::AddIOp::create(b, loc, x, indexConst(b, loc, 1));
+}
+
+/// `sum_e term(e)` over e in [0, n), accumulated in order from zero in
+/// `type` (a float or complex type).
+Value sumOver(OpBuilder &b, Location loc, Type type, Value n, IndexFn term) {
+  Value zero = indexConst(b, loc, 0);
+  return buildLoop(
+      b, loc, zero, n, zeroOf(b, loc, type),
+      [&](OpBuilder &eb, Location l, ValueRange e, ValueRange acc) {
+        return SmallVector<Value>{add(eb, l, acc[0], term(eb, l, e[0]))};
+      })[0];
+}
+
+/// The real `x` times `z` (real, or complex without promoting `x`).
+Value scaleBy(OpBuilder &b, Location loc, Value x, Value z) {
+  auto complex = dyn_cast<ComplexType>(z.getType());
+  if (!complex)
+    return arith::MulFOp::create(b, loc, x, z);
+  Value re = complex::ReOp::create(b, loc, z);
+  Value im = complex::ImOp::create(b, loc, z);
+  return complex::CreateOp::create(b, loc, complex,
+                                   arith::MulFOp::create(b, loc, x, re),
+                                   arith::MulFOp::create(b, loc, x, im));
+}
+
+/// Re(x * y) for two reals or two complex numbers.
+Value realPartOfProduct(OpBuilder &b, Location loc, Value x, Value y) {
+  if (!isa<ComplexType>(x.getType()))
+    return arith::MulFOp::create(b, loc, x, y);
+  Value reRe = arith::MulFOp::create(b, loc, complex::ReOp::create(b, loc, x),
+                                     complex::ReOp::create(b, loc, y));
+  Value imIm = arith::MulFOp::create(b, loc, complex::ImOp::create(b, loc, x),
+                                     complex::ImOp::create(b, loc, y));
+  return arith::SubFOp::create(b, loc, reRe, imIm);
+}
+
+/// The decays of one chunk in log space, relative to the chunk start, as
+/// tensors `[len + 1, dk]` (the float64 oracle's LogPrefix): entry (m, i)
+/// describes the product of key index i's decays over the chunk's first m
+/// steps. Zero factors are counted instead of taking log 0, and restart the
+/// other sums, so that a product spanning a zero is exactly 0 and the
+/// exponent of any other product is a difference of two nearby sums that
+/// never overflows.
+struct DecayPrefix {
+  /// f64: the sum of log|a| since the last zero factor.
+  Value logMag;
+  /// Complex decays: the sum of arg a since the last zero factor, in f64.
+  /// Real decays: the sign (+1 or -1) of the product since the last zero
+  /// factor, in the element type.
+  Value angle;
+  /// i64: the number of zero factors.
+  Value zeros;
+};
+
+/// The chunked algorithm of gated_linear_attention for one leading index
+/// `lead` (batch, heads, ...). The state S `[dk, dv]` is carried from chunk
+/// to chunk in the state result; a chunk of the steps [start, start + len)
+/// computes, with decay_i(from, to) the product of a[., i] over the chunk's
+/// steps [from, to) taken from its DecayPrefix,
+///
+///   qd[m, i] = q[m, i] * decay_i(0, m + 1)
+///   kd[r, i] = k[r, i] * decay_i(r + 1, len)
+///   A[m, r]  = Re(sum_i q[m, i] k[r, i] decay_i(r + 1, m + 1))    (r <= m)
+///   y[m, j]  = sum_{r <= m} A[m, r] v[r, j] + Re(sum_i qd[m, i] S[i, j])
+///   S[i, j]  = decay_i(0, len) S[i, j] + sum_r kd[r, i] v[r, j]
+///
+/// in O(len^2 (dk + dv) + len dk dv) per chunk, in the element type of the
+/// op (the log prefix in f64). A is only computed, and read, on and below
+/// its diagonal. The scratch tensors of a chunk are created in the chunk's
+/// loop body, so the iterations of the nest over the leading indices share
+/// nothing.
+class GlaChunks {
+public:
+  GlaChunks(GatedLinearAttentionOp op, const GlaSizes &sizes, ValueRange lead)
+      : q(op.getQ()), k(op.getK()), v(op.getV()), a(op.getA()), sizes(sizes),
+        lead(lead) {
+    auto qType = cast<RankedTensorType>(q.getType());
+    elem = qType.getElementType();
+    stateElem = getElementTypeOrSelf(a);
+    complexDecay = isa<ComplexType>(stateElem);
+    chunkSize = static_cast<int64_t>(
+        op.getChunkSize().value_or(static_cast<uint64_t>(kDefaultChunkSize)));
+    int64_t steps = qType.getDimSize(qType.getRank() - 2);
+    capacity =
+        ShapedType::isDynamic(steps) ? chunkSize : std::min(chunkSize, steps);
+    keyWidth = qType.getShape().back();
+  }
+
+  /// The loop over the chunks, threading `y` and `state` (which holds
+  /// S_{-1} for this leading index); returns the final (y, state).
+  SmallVector<Value> build(OpBuilder &b, Location loc, Value y,
+                           Value state) const {
+    Value zero = indexConst(b, loc, 0);
+    Value step = indexConst(b, loc, chunkSize);
+    auto loop = scf::ForOp::create(
+        b, loc, zero, sizes.steps, step, ValueRange{y, state},
+        [&](OpBuilder &cb, Location l, Value start, ValueRange args) {
+          scf::YieldOp::create(cb, l,
+                               buildChunk(cb, l, start, args[0], args[1]));
+        });
+    return SmallVector<Value>(loop.getResults());
+  }
+
+private:
+  /// The chunk starting at step `start`: its outputs written into `y`, then
+  /// the state it leaves in `state`; returns (y, state).
+  SmallVector<Value> buildChunk(OpBuilder &b, Location loc, Value start,
+                                Value y, Value state) const {
+    Value rest = arith::SubIOp::create(b, loc, sizes.steps, start);
+    Value len =
+        arith::MinSIOp::create(b, loc, indexConst(b, loc, chunkSize), rest);
+    DecayPrefix prefix = buildDecayPrefix(b, loc, start, len);
+    Value qd = decayedRows(b, loc, q, prefix, start, len,
+                           /*toChunkEnd=*/false);
+    Value kd = decayedRows(b, loc, k, prefix, start, len,
+                           /*toChunkEnd=*/true);
+    Value scores = buildScores(b, loc, prefix, start, len);
+    Value newY = writeOutputs(b, loc, y, state, qd, scores, start, len);
+    Value newState = updateState(b, loc, state, prefix, kd, start, len);
+    return {newY, newState};
+  }
+
+  /// An uninitialized `rows x cols` tensor of `type` for one chunk; `cols`
+  /// is dk when not given.
+  Value scratch(OpBuilder &b, Location loc, Type type, int64_t rows,
+                std::optional<int64_t> cols = std::nullopt) const {
+    SmallVector<Value> dynamic;
+    if (!cols && ShapedType::isDynamic(keyWidth))
+      dynamic.push_back(sizes.dk);
+    return tensor::EmptyOp::create(
+        b, loc, ArrayRef<int64_t>{rows, cols.value_or(keyWidth)}, type,
+        dynamic);
+  }
+
+  /// The element of operand `x` (q, k, a or v) at step `t` and column
+  /// `col`.
+  Value at(OpBuilder &b, Location loc, Value x, Value t, Value col) const {
+    return extractAt(b, loc, x, concatIndices(lead, ValueRange{t, col}));
+  }
+
+  /// The step `start + m`, m steps into the chunk starting at `start`.
+  static Value stepAt(OpBuilder &b, Location loc, Value start, Value m) {
+    return arith::AddIOp::create(b, loc, start, m);
+  }
+
+  /// The prefix of the chunk [start, start + len): for every key index, a
+  /// loop over the chunk's steps accumulating the f64 sums.
+  DecayPrefix buildDecayPrefix(OpBuilder &b, Location loc, Value start,
+                               Value len) const {
+    Type f64 = b.getF64Type(), i64 = b.getI64Type();
+    Type angleType = complexDecay ? f64 : elem;
+    Value tensors[] = {scratch(b, loc, f64, capacity + 1),
+                       scratch(b, loc, angleType, capacity + 1),
+                       scratch(b, loc, i64, capacity + 1)};
+    Value zero = indexConst(b, loc, 0);
+    SmallVector<Value> filled = buildLoop(
+        b, loc, zero, sizes.dk, tensors,
+        [&](OpBuilder &ib, Location il, ValueRange i, ValueRange ts) {
+          // Entry 0: the empty product.
+          SmallVector<Value> first = {
+              floatConst(ib, il, f64, 0.0),
+              floatConst(ib, il, angleType, complexDecay ? 0.0 : 1.0),
+              arith::ConstantIntOp::create(ib, il, i64, 0)};
+          SmallVector<Value> iter;
+          for (auto [t, value] : llvm::zip_equal(ts, first))
+            iter.push_back(insertAt(ib, il, value, t, ValueRange{zero, i[0]}));
+          llvm::append_range(iter, first);
+          SmallVector<Value> steps = buildLoop(
+              ib, il, zero, len, iter,
+              [&](OpBuilder &mb, Location ml, ValueRange m, ValueRange args) {
+                Value am = at(mb, ml, a, stepAt(mb, ml, start, m[0]), i[0]);
+                SmallVector<Value> next =
+                    advancePrefix(mb, ml, am, args[3], args[4], args[5], first);
+                SmallVector<Value> idx = {plusOne(mb, ml, m[0]), i[0]};
+                SmallVector<Value> yields;
+                for (auto [t, value] :
+                     llvm::zip_equal(args.take_front(3), next))
+                  yields.push_back(insertAt(mb, ml, value, t, idx));
+                llvm::append_range(yields, next);
+                return yields;
+              });
+          return SmallVector<Value>(ArrayRef<Value>(steps).take_front(3));
+        });
+    return {filled[0], filled[1], filled[2]};
+  }
+
+  /// The prefix sums (logMag, angle, zeros) after one more factor `am`; a
+  /// zero factor is counted and restarts the others at `empty`, the entry of
+  /// the empty product.
+  SmallVector<Value> advancePrefix(OpBuilder &b, Location loc, Value am,
+                                   Value logMag, Value angle, Value zeros,
+                                   ArrayRef<Value> empty) const {
+    Value isZero, magnitude, nextAngle;
+    if (complexDecay) {
+      Value re = toF64(b, loc, complex::ReOp::create(b, loc, am));
+      Value im = toF64(b, loc, complex::ImOp::create(b, loc, am));
+      Value zeroF = floatConst(b, loc, b.getF64Type(), 0.0);
+      isZero = arith::AndIOp::create(
+          b, loc,
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, re, zeroF),
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, im, zeroF));
+      Value a64 = complex::CreateOp::create(
+          b, loc, ComplexType::get(b.getF64Type()), re, im);
+      magnitude = complex::AbsOp::create(b, loc, a64);
+      Value arg = math::Atan2Op::create(b, loc, im, re);
+      nextAngle = arith::AddFOp::create(b, loc, angle, arg);
+    } else {
+      Value zeroF = zeroOf(b, loc, elem);
+      isZero =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, am, zeroF);
+      Value negative =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, am, zeroF);
+      magnitude = math::AbsFOp::create(b, loc, toF64(b, loc, am));
+      Value flipped = arith::NegFOp::create(b, loc, angle);
+      nextAngle = arith::SelectOp::create(b, loc, negative, flipped, angle);
+    }
+    Value logA = math::LogOp::create(b, loc, magnitude);
+    Value nextLog = arith::AddFOp::create(b, loc, logMag, logA);
+    Value counted = arith::ExtUIOp::create(b, loc, zeros.getType(), isZero);
+    return {arith::SelectOp::create(b, loc, isZero, empty[0], nextLog),
+            arith::SelectOp::create(b, loc, isZero, empty[1], nextAngle),
+            arith::AddIOp::create(b, loc, zeros, counted)};
+  }
+
+  /// decay_i(from, to), the product of key index i's decays over the chunk
+  /// steps [from, to) (from <= to): 0 when a zero factor lies among them,
+  /// otherwise exp(logMag[to] - logMag[from]) times the sign or
+  /// e^{i (phase[to] - phase[from])}, in the state's element type (only the
+  /// real part, in the element type, with `realPart`).
+  Value decay(OpBuilder &b, Location loc, const DecayPrefix &prefix, Value from,
+              Value to, Value i, bool realPart = false) const {
+    auto diff = [&](Value tensor) {
+      Value hi = extractAt(b, loc, tensor, ValueRange{to, i});
+      Value lo = extractAt(b, loc, tensor, ValueRange{from, i});
+      return fromF64(b, loc, arith::SubFOp::create(b, loc, hi, lo), elem);
+    };
+    Value sameZeros = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq,
+        extractAt(b, loc, prefix.zeros, ValueRange{to, i}),
+        extractAt(b, loc, prefix.zeros, ValueRange{from, i}));
+    Value magnitude = arith::SelectOp::create(
+        b, loc, sameZeros, math::ExpOp::create(b, loc, diff(prefix.logMag)),
+        zeroOf(b, loc, elem));
+    if (!complexDecay) {
+      Value sign = arith::MulFOp::create(
+          b, loc, extractAt(b, loc, prefix.angle, ValueRange{to, i}),
+          extractAt(b, loc, prefix.angle, ValueRange{from, i}));
+      return arith::MulFOp::create(b, loc, sign, magnitude);
+    }
+    Value phase = diff(prefix.angle);
+    Value re = arith::MulFOp::create(b, loc, magnitude,
+                                     math::CosOp::create(b, loc, phase));
+    if (realPart)
+      return re;
+    Value im = arith::MulFOp::create(b, loc, magnitude,
+                                     math::SinOp::create(b, loc, phase));
+    return complex::CreateOp::create(b, loc, stateElem, re, im);
+  }
+
+  /// The rows [0, len) of the chunk's `operand` (q or k) with each element
+  /// (m, i) times decay_i(0, m + 1), the decay from the chunk start (queries),
+  /// or with `toChunkEnd` times decay_i(m + 1, len), the decay to the chunk
+  /// end (keys); a `[capacity, dk]` tensor of the state's element type.
+  Value decayedRows(OpBuilder &b, Location loc, Value operand,
+                    const DecayPrefix &prefix, Value start, Value len,
+                    bool toChunkEnd) const {
+    Value zero = indexConst(b, loc, 0);
+    Value rows = scratch(b, loc, stateElem, capacity);
+    return buildLoop(
+        b, loc, zero, len, rows,
+        [&](OpBuilder &mb, Location ml, ValueRange m, ValueRange iter) {
+          Value t = stepAt(mb, ml, start, m[0]);
+          Value next = plusOne(mb, ml, m[0]);
+          Value from = toChunkEnd ? next : zero;
+          Value to = toChunkEnd ? len : next;
+          Value row = fillRow(
+              mb, ml, iter[0], m, sizes.dk,
+              [&](OpBuilder &ib, Location il, Value i) {
+                Value x = at(ib, il, operand, t, i);
+                return scaleBy(ib, il, x, decay(ib, il, prefix, from, to, i));
+              });
+          return SmallVector<Value>{row};
+        })[0];
+  }
+
+  /// The intra-chunk scores A[m, r] = Re(sum_i q[m, i] k[r, i]
+  /// decay_i(r + 1, m + 1)) for r <= m < len, in a `[capacity, capacity]`
+  /// tensor whose entries above the diagonal are left unwritten.
+  Value buildScores(OpBuilder &b, Location loc, const DecayPrefix &prefix,
+                    Value start, Value len) const {
+    Value zero = indexConst(b, loc, 0);
+    Value scores = scratch(b, loc, elem, capacity, capacity);
+    return buildLoop(
+        b, loc, zero, len, scores,
+        [&](OpBuilder &mb, Location ml, ValueRange m, ValueRange iter) {
+          Value tq = stepAt(mb, ml, start, m[0]);
+          Value to = plusOne(mb, ml, m[0]);
+          Value row = fillRow(
+              mb, ml, iter[0], m, to, [&](OpBuilder &rb, Location rl, Value r) {
+                Value tk = stepAt(rb, rl, start, r);
+                Value from = plusOne(rb, rl, r);
+                return sumOver(
+                    rb, rl, elem, sizes.dk,
+                    [&](OpBuilder &ib, Location il, Value i) {
+                      Value qk = arith::MulFOp::create(
+                          ib, il, at(ib, il, q, tq, i), at(ib, il, k, tk, i));
+                      Value d = decay(ib, il, prefix, from, to, i,
+                                      /*realPart=*/true);
+                      return arith::MulFOp::create(ib, il, qk, d).getResult();
+                    });
+              });
+          return SmallVector<Value>{row};
+        })[0];
+  }
+
+  /// Writes the outputs y[start + m, j] = sum_{r <= m} A[m, r] v[r, j] +
+  /// Re(sum_i qd[m, i] S[i, j]) of the chunk into `y`, with S the state
+  /// entering the chunk; returns the new y.
+  Value writeOutputs(OpBuilder &b, Location loc, Value y, Value state, Value qd,
+                     Value scores, Value start, Value len) const {
+    Value zero = indexConst(b, loc, 0);
+    return buildLoop(
+        b, loc, zero, len, y,
+        [&](OpBuilder &mb, Location ml, ValueRange m, ValueRange iter) {
+          Value t = stepAt(mb, ml, start, m[0]);
+          Value seen = plusOne(mb, ml, m[0]);
+          Value row = fillRow(
+              mb, ml, iter[0], concatIndices(lead, t), sizes.dv,
+              [&](OpBuilder &jb, Location jl, Value j) {
+                Value intra = sumOver(
+                    jb, jl, elem, seen,
+                    [&](OpBuilder &rb, Location rl, Value r) {
+                      Value score =
+                          extractAt(rb, rl, scores, ValueRange{m[0], r});
+                      return arith::MulFOp::create(
+                                 rb, rl, score,
+                                 at(rb, rl, v, stepAt(rb, rl, start, r), j))
+                          .getResult();
+                    });
+                Value inter = sumOver(
+                    jb, jl, elem, sizes.dk,
+                    [&](OpBuilder &ib, Location il, Value i) {
+                      Value qdi = extractAt(ib, il, qd, ValueRange{m[0], i});
+                      Value s = extractAt(
+                          ib, il, state, concatIndices(lead, ValueRange{i, j}));
+                      return realPartOfProduct(ib, il, qdi, s);
+                    });
+                return arith::AddFOp::create(jb, jl, intra, inter).getResult();
+              });
+          return SmallVector<Value>{row};
+        })[0];
+  }
+
+  /// Updates `state` to the state leaving the chunk, S[i, j] =
+  /// decay_i(0, len) S[i, j] + sum_r kd[r, i] v[r, j]; returns it.
+  Value updateState(OpBuilder &b, Location loc, Value state,
+                    const DecayPrefix &prefix, Value kd, Value start,
+                    Value len) const {
+    Value zero = indexConst(b, loc, 0);
+    return buildLoop(
+        b, loc, zero, sizes.dk, state,
+        [&](OpBuilder &ib, Location il, ValueRange i, ValueRange iter) {
+          Value total = decay(ib, il, prefix, zero, len, i[0]);
+          Value rows = updateRow(
+              ib, il, iter[0], concatIndices(lead, i), sizes.dv,
+              [&](OpBuilder &jb, Location jl, Value j, Value old) {
+                Value added = sumOver(
+                    jb, jl, stateElem, len,
+                    [&](OpBuilder &rb, Location rl, Value r) {
+                      Value kdr = extractAt(rb, rl, kd, ValueRange{r, i[0]});
+                      return scaleBy(rb, rl,
+                                     at(rb, rl, v, stepAt(rb, rl, start, r), j),
+                                     kdr);
+                    });
+                return add(jb, jl, mul(jb, jl, total, old), added);
+              });
+          return SmallVector<Value>{rows};
+        })[0];
+  }
+
+  /// The operands.
+  Value q, k, v, a;
+  const GlaSizes &sizes;
+  SmallVector<Value> lead;
+  /// The element type of q, k, v and y, and that of a and the state.
+  Type elem, stateElem;
+  bool complexDecay;
+  /// The chunk length, and the rows of the scratch tensors (the chunk
+  /// length, or T when it is static and shorter).
+  int64_t chunkSize, capacity;
+  /// dk, or ShapedType::kDynamic.
+  int64_t keyWidth;
+};
+
 struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
   using OpRewritePattern::OpRewritePattern;
 
-  // The `algorithm` and `chunk_size` attributes choose how an optimized
-  // lowering evaluates the op; the result is the recurrence's either way, so
-  // the reference always runs the recurrent loop.
+  // `recurrent` (and `auto` for a vector state) runs the recurrence one step
+  // at a time; `chunked` (and `auto` for a matrix state) the chunked
+  // algorithm of GlaChunks. Both compute the recurrence up to rounding.
   LogicalResult matchAndRewrite(GatedLinearAttentionOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -217,6 +652,7 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
     Type elem = yType.getElementType();
     bool complexState = isa<ComplexType>(stateType.getElementType());
     int64_t rank = yType.getRank();
+    bool chunked = usesChunkedAlgorithm(op);
 
     SmallVector<Value> qSizes = dimSizes(rewriter, loc, op.getQ());
     SmallVector<Value> vSizes = dimSizes(rewriter, loc, op.getV());
@@ -265,6 +701,8 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
         [&](OpBuilder &b, Location l, ValueRange lead, ValueRange args) {
           Value state =
               writeInitialState(b, l, args[1], lead, sizes, op.getInit());
+          if (chunked)
+            return GlaChunks(op, sizes, lead).build(b, l, args[0], state);
           Value zero = indexConst(b, l, 0);
           return buildLoop(
               b, l, zero, sizes.steps, ValueRange{args[0], state},

@@ -1,9 +1,9 @@
 // RUN: recur-opt %s --convert-recur-to-loops --split-input-file | FileCheck %s --implicit-check-not=recur.
 
-// The recurrent algorithm whatever `algorithm` says: per leading index the
-// state starts at zero, then for every step t and column j the inner loop over
-// i updates S[i, j] = a_t[i] S[i, j] + k_t[i] v_t[j] in the state result and
-// accumulates y_t[j] = sum_i q_t[i] S[i, j]. T is dynamic.
+// The recurrent algorithm (gla-chunked.mlir has the chunked one): per leading
+// index the state starts at zero, then for every step t and column j the inner
+// loop over i updates S[i, j] = a_t[i] S[i, j] + k_t[i] v_t[j] in the state
+// result and accumulates y_t[j] = sum_i q_t[i] S[i, j]. T is dynamic.
 
 // CHECK-LABEL: func.func @gla_real_dynamic
 // CHECK-SAME: (%[[Q:[^ ]+]]: tensor<2x?x3xf32>, %[[K:[^ ]+]]: tensor<2x?x3xf32>, %[[V:[^ ]+]]: tensor<2x?x4xf32>, %[[A:[^ ]+]]: tensor<2x?x3xf32>)
@@ -36,7 +36,7 @@ func.func @gla_real_dynamic(%q: tensor<2x?x3xf32>, %k: tensor<2x?x3xf32>,
                             %v: tensor<2x?x4xf32>, %a: tensor<2x?x3xf32>)
     -> (tensor<2x?x4xf32>, tensor<2x3x4xf32>) {
   %y, %s = recur.gated_linear_attention %q, %k, %v, %a
-      {algorithm = #recur.algorithm<chunked>, chunk_size = 64 : i64}
+      {algorithm = #recur.algorithm<recurrent>}
       : tensor<2x?x3xf32>, tensor<2x?x3xf32>, tensor<2x?x4xf32>,
         tensor<2x?x3xf32>
   return %y, %s : tensor<2x?x4xf32>, tensor<2x3x4xf32>
@@ -74,6 +74,7 @@ func.func @gla_complex_init(%q: tensor<1x5x3xf64>, %k: tensor<1x5x3xf64>,
     -> (tensor<1x5x2xf64>, tensor<1x3x2xcomplex<f64>>) {
   %y, %s = recur.gated_linear_attention %q, %k, %v, %a
       init(%s0 : tensor<1x3x2xcomplex<f64>>)
+      {algorithm = #recur.algorithm<recurrent>}
       : tensor<1x5x3xf64>, tensor<1x5x3xf64>, tensor<1x5x2xf64>,
         tensor<1x5x3xcomplex<f64>>
   return %y, %s : tensor<1x5x2xf64>, tensor<1x3x2xcomplex<f64>>

@@ -1,0 +1,238 @@
+/*===- recur_rt.h - the Recur runtime C API ---------------------*- C -*-===*
+ *
+ * Part of the Recur project.
+ *
+ * librecur_rt links the kernels recurc generates into a C or C++ program.
+ * It has a C ABI and no LLVM or MLIR dependency. `recurc --target=cpu`
+ * writes, next to each layer's object, a header `<layer>.h` that describes
+ * the layer to this runtime (a `recur_layer_desc`) and wraps the calls below
+ * in functions typed for the layer (`recur_<layer>_forward`, ...); most
+ * programs use those and never fill a descriptor by hand.
+ *
+ * Errors: every fallible call returns a `recur_status`. On failure it also
+ * records a readable message, retrieved with `recur_last_error()` (one per
+ * thread, overwritten by the next failure on that thread). Nothing in the
+ * runtime aborts its host: bad shapes, null pointers, mismatched dtypes, a
+ * state made for another layer or a corrupt saved state are all errors.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef RECUR_RUNTIME_RECUR_RT_H
+#define RECUR_RUNTIME_RECUR_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ABI this header describes; a layer header built for another version is
+ * refused by recur_forward with RECUR_ERROR_ABI. */
+#define RECUR_ABI_VERSION 1
+#define RECUR_MAX_RANK 8
+
+/*===-------------------------------------------------------------------===*
+ * Status codes and messages
+ *===-------------------------------------------------------------------===*/
+
+typedef enum recur_status {
+  RECUR_OK = 0,
+  RECUR_ERROR_NULL_POINTER = 1,     /* a required pointer is NULL */
+  RECUR_ERROR_INVALID_ARGUMENT = 2, /* a bad index, row, count or option */
+  RECUR_ERROR_SHAPE = 3,            /* a tensor's rank or size is wrong */
+  RECUR_ERROR_DTYPE = 4,            /* a tensor's element type is wrong */
+  RECUR_ERROR_STATE = 5, /* a state made for another layer or batch size */
+  RECUR_ERROR_OUT_OF_MEMORY = 6,
+  RECUR_ERROR_FORMAT = 7, /* a saved state that is truncated or corrupt */
+  RECUR_ERROR_ABI = 8,    /* a layer descriptor of another ABI version */
+  RECUR_ERROR_UNSUPPORTED = 9, /* e.g. a state init the runtime cannot make */
+  RECUR_ERROR_INTERNAL = 10
+} recur_status;
+
+/* A fixed name for a status ("RECUR_ERROR_SHAPE"). */
+const char *recur_status_name(recur_status status);
+
+/* The message of the last failing call on this thread ("" if none). */
+const char *recur_last_error(void);
+
+/*===-------------------------------------------------------------------===*
+ * Tensors
+ *===-------------------------------------------------------------------===*/
+
+typedef enum recur_dtype {
+  RECUR_F16 = 1,  /* IEEE half, stored as uint16_t */
+  RECUR_BF16 = 2, /* bfloat16, stored as uint16_t */
+  RECUR_F32 = 3,
+  RECUR_F64 = 4,
+  RECUR_C64 = 5,  /* complex float: {re, im} as two floats */
+  RECUR_C128 = 6, /* complex double */
+  RECUR_BOOL = 7, /* one byte, 0 or 1 */
+  RECUR_I32 = 8
+} recur_dtype;
+
+/* Bytes per element (0 for an unknown dtype). */
+size_t recur_dtype_size(recur_dtype dtype);
+/* "f32", "c64", ... ("?" for an unknown dtype). */
+const char *recur_dtype_name(recur_dtype dtype);
+
+/* A view of a strided tensor owned by the caller. Strides count elements,
+ * not bytes. `data` may be NULL only when the tensor has no elements. */
+typedef struct recur_tensor {
+  void *data;
+  recur_dtype dtype;
+  int32_t rank;
+  int64_t shape[RECUR_MAX_RANK];
+  int64_t strides[RECUR_MAX_RANK];
+} recur_tensor;
+
+/* A row-major (contiguous) view of `data`; `rank` <= RECUR_MAX_RANK. */
+recur_tensor recur_tensor_contiguous(void *data, recur_dtype dtype,
+                                     int32_t rank, const int64_t *shape);
+/* The number of elements of `t` (1 for rank 0). */
+int64_t recur_tensor_numel(const recur_tensor *t);
+
+/*===-------------------------------------------------------------------===*
+ * Memory and threads
+ *===-------------------------------------------------------------------===*/
+
+/* 64-byte aligned memory; recur_free(NULL) does nothing. */
+void *recur_alloc(size_t bytes);
+void recur_free(void *ptr);
+
+/* The buffers kernels allocate (their workspace and results) come from the
+ * runtime; these counters say how much. */
+typedef struct recur_memory_stats {
+  size_t live_bytes;  /* allocated by kernels and not yet freed */
+  size_t peak_bytes;  /* the most live at once since the last reset */
+  uint64_t allocations;
+} recur_memory_stats;
+void recur_memory_stats_get(recur_memory_stats *stats);
+void recur_memory_stats_reset_peak(void);
+
+/* Threads the kernels' parallel loops use (OpenMP); n <= 0 restores the
+ * default (OMP_NUM_THREADS, else the number of cores). */
+void recur_set_num_threads(int n);
+int recur_get_num_threads(void);
+
+/*===-------------------------------------------------------------------===*
+ * Layer descriptors (written by recurc into <layer>.h)
+ *===-------------------------------------------------------------------===*/
+
+typedef enum recur_role {
+  RECUR_ROLE_INPUT = 0,
+  RECUR_ROLE_PARAM = 1,
+  RECUR_ROLE_STATE = 2,     /* a kernel argument: the state before the call */
+  RECUR_ROLE_OUTPUT = 3,
+  RECUR_ROLE_NEXT_STATE = 4 /* a kernel result: the state after the call */
+} recur_role;
+
+/* How a state starts and resets. */
+typedef enum recur_init_kind {
+  RECUR_INIT_NONE = 0, /* inputs, params, outputs */
+  RECUR_INIT_ZEROS = 1,
+  RECUR_INIT_ONES = 2,
+  RECUR_INIT_CONST = 3, /* init_value */
+  RECUR_INIT_PARAM = 4, /* a copy of param init_param, per batch row */
+  RECUR_INIT_OTHER = 5  /* random inits (normal...): not reproducible */
+} recur_init_kind;
+
+/* One argument or result of a layer's kernel. */
+typedef struct recur_arg_desc {
+  const char *name;
+  recur_role role;
+  int32_t index; /* position among the layer's tensors of this role; for a
+                    next_state, the index of its state */
+  recur_dtype dtype;
+  int32_t rank;
+  /* A static size, or -1 - k for the layer's runtime dimension k. */
+  int64_t shape[RECUR_MAX_RANK];
+  /* The dimension names as the spec writes them (for messages). */
+  const char *dim_names[RECUR_MAX_RANK];
+  recur_init_kind init;
+  double init_value;  /* RECUR_INIT_CONST */
+  int32_t init_param; /* RECUR_INIT_PARAM: index among the params */
+} recur_arg_desc;
+
+/* The kernel entry recurc generates: `in` holds, for each argument in
+ * order, a memref descriptor flattened to 64-bit words: allocated pointer,
+ * aligned pointer, offset, sizes[rank], strides[rank] (3 + 2 * rank words).
+ * The kernel writes each result's descriptor to `out` the same way; result
+ * buffers come from the runtime's allocator (see recur_memory_stats). */
+typedef void (*recur_kernel_fn)(int64_t *in, int64_t *out);
+
+typedef struct recur_layer_desc {
+  uint32_t abi_version; /* RECUR_ABI_VERSION */
+  const char *name;
+  uint64_t id; /* a hash of the layer's signature; saved states carry it */
+  int32_t num_runtime_dims;
+  const char *const *runtime_dim_names;
+  int32_t batch_dim; /* the runtime dim states are per row of, or -1 */
+  int32_t time_dim;  /* the runtime dim `step` advances along, or -1 */
+  int64_t step_length; /* positions per step (1, or a block size) */
+  int32_t num_inputs, num_params, num_states, num_outputs;
+  int32_t num_args; /* kernel arguments: inputs, params, states */
+  const recur_arg_desc *args;
+  int32_t num_results; /* kernel results: outputs and next states */
+  const recur_arg_desc *results;
+  recur_kernel_fn kernel;
+} recur_layer_desc;
+
+/*===-------------------------------------------------------------------===*
+ * State: what a layer carries from one call to the next
+ *===-------------------------------------------------------------------===*/
+
+typedef struct recur_state recur_state;
+
+/* A state for `batch` rows, set to the layer's init rules. `params` (the
+ * layer's params in order) is needed only when a state's init names a
+ * param, and may be NULL otherwise. */
+recur_status recur_state_create(const recur_layer_desc *layer, int64_t batch,
+                                const recur_tensor *params,
+                                recur_state **out);
+void recur_state_destroy(recur_state *state);
+
+/* Resets batch row `row` (all rows when row < 0) to the init rules. */
+recur_status recur_state_reset(recur_state *state, int64_t row,
+                               const recur_tensor *params);
+
+/* A view of state tensor `index` (owned by the state, valid until the next
+ * call that takes the state). */
+recur_status recur_state_view(const recur_state *state, int32_t index,
+                              recur_tensor *view);
+int64_t recur_state_batch(const recur_state *state);
+
+/* Serialization: a self-describing byte string (layer id, batch, shapes,
+ * data). recur_state_load refuses one from another layer or batch size. */
+recur_status recur_state_save_size(const recur_state *state, size_t *bytes);
+recur_status recur_state_save(const recur_state *state, void *buffer,
+                              size_t bytes);
+recur_status recur_state_load(recur_state *state, const void *buffer,
+                              size_t bytes);
+
+/*===-------------------------------------------------------------------===*
+ * Running a layer
+ *===-------------------------------------------------------------------===*/
+
+/* Runs the layer on a whole sequence. `inputs`, `params` and `outputs` are
+ * arrays in the order of the layer's declarations (the typed structs of
+ * <layer>.h). With a `state`, the run starts from it and leaves the final
+ * state in it; with NULL, it starts from the init rules and the final state
+ * is dropped. Outputs are written through their strides. */
+recur_status recur_forward(const recur_layer_desc *layer,
+                           const recur_tensor *inputs,
+                           const recur_tensor *params, recur_state *state,
+                           const recur_tensor *outputs);
+
+/* recur_forward on one step (`step_length` positions of the time dim) for
+ * decoding; the state is required. */
+recur_status recur_step(const recur_layer_desc *layer,
+                        const recur_tensor *inputs,
+                        const recur_tensor *params, recur_state *state,
+                        const recur_tensor *outputs);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* RECUR_RUNTIME_RECUR_RT_H */

@@ -1,0 +1,442 @@
+//===- Forward.cpp - recur_forward and recur_step -------------------------===//
+//
+// Part of the Recur project.
+//
+// A call checks the user's tensors against the layer, packs the kernel's
+// arguments as flattened memref descriptors (contiguous copies of strided
+// tensors, the state's own buffers), runs the kernel and unpacks its
+// results: outputs are copied into the user's tensors, next states adopted
+// (a fresh buffer of the kernel's) or copied into buffers of the state.
+//
+// The kernel may return any pointer as a result: a buffer it allocated, one
+// of its arguments passed through, a constant global, the same buffer twice.
+// Only the buffers it allocated for this call (tracked and not an argument)
+// are the runtime's to free or adopt, each exactly once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <cstring>
+
+using namespace recur::rt;
+
+namespace {
+
+/// A memref descriptor: one kernel argument or result.
+struct MemRef {
+  void *allocated = nullptr;
+  char *aligned = nullptr;
+  int64_t offset = 0;
+  int32_t rank = 0;
+  int64_t sizes[RECUR_MAX_RANK] = {};
+  int64_t strides[RECUR_MAX_RANK] = {};
+
+  /// The first element, for elements of `dtype`.
+  char *first(recur_dtype dtype) const {
+    return aligned + offset * static_cast<int64_t>(recur_dtype_size(dtype));
+  }
+};
+
+/// Appends the descriptor of a row-major buffer to `words`.
+void pushMemRef(std::vector<int64_t> &words, void *allocated, void *aligned,
+                int32_t rank, const int64_t *shape) {
+  int64_t strides[RECUR_MAX_RANK];
+  rowMajorStrides(rank, shape, strides);
+  words.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(allocated)));
+  words.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(aligned)));
+  words.push_back(0);
+  words.insert(words.end(), shape, shape + rank);
+  words.insert(words.end(), strides, strides + rank);
+}
+
+/// Reads a descriptor of `rank` from `words`, advancing it.
+MemRef popMemRef(const int64_t *&words, int32_t rank) {
+  MemRef ref;
+  ref.allocated = reinterpret_cast<void *>(static_cast<intptr_t>(words[0]));
+  ref.aligned = reinterpret_cast<char *>(static_cast<intptr_t>(words[1]));
+  ref.offset = words[2];
+  ref.rank = rank;
+  std::memcpy(ref.sizes, words + 3, rank * sizeof(int64_t));
+  std::memcpy(ref.strides, words + 3 + rank, rank * sizeof(int64_t));
+  words += 3 + 2 * rank;
+  return ref;
+}
+
+/// The words of the descriptors of `descs`.
+size_t wordCount(const recur_arg_desc *descs, int32_t count) {
+  size_t words = 0;
+  for (int32_t i = 0; i < count; ++i)
+    words += 3 + 2 * static_cast<size_t>(descs[i].rank);
+  return words;
+}
+
+/// A new buffer of state tensor `index`, to be committed to the state.
+struct NextBuffer {
+  size_t index;
+  void *allocated;
+  char *data;
+};
+
+/// One recur_forward or recur_step call.
+class Call {
+public:
+  Call(const char *function, const recur_layer_desc *layer,
+       const recur_tensor *inputs, const recur_tensor *params,
+       recur_state *state, const recur_tensor *outputs, bool isStep)
+      : ctx(function, layer), layer(layer), inputs(inputs), params(params),
+        state(state), outputs(outputs), isStep(isStep), dims(0) {}
+
+  recur_status run();
+
+private:
+  recur_status checkArrays() const;
+  recur_status bindAll();
+  recur_status bindState();
+  recur_status checkStep() const;
+  recur_status checkBound() const;
+  recur_status packArgument(const recur_arg_desc &arg, const recur_state &st,
+                            std::vector<int64_t> &words);
+  recur_status unpackResults(const std::vector<int64_t> &words);
+  recur_status checkResult(const recur_arg_desc &desc, const MemRef &ref) const;
+  bool isArgument(const void *ptr) const;
+  bool adoptable(size_t result) const;
+  recur_status prepareNextState(size_t result, std::vector<NextBuffer> &next,
+                                BufferList &fresh) const;
+  void copyOutputs() const;
+  void commit(const std::vector<NextBuffer> &next, BufferList &fresh);
+
+  Context ctx;
+  const recur_layer_desc *layer;
+  const recur_tensor *inputs, *params;
+  recur_state *state;
+  const recur_tensor *outputs;
+  bool isStep;
+
+  LayerInfo info;
+  DimBinding dims;
+  /// The allocated pointers of the kernel's arguments.
+  std::vector<const void *> argumentBuffers;
+  /// Contiguous copies of strided user tensors.
+  BufferList copies;
+  /// The kernel's results, and the buffers it made for them.
+  std::vector<MemRef> results;
+  BufferList owned;
+};
+
+recur_status Call::checkArrays() const {
+  struct Array {
+    const recur_tensor *tensors;
+    int32_t count;
+    const char *name;
+  };
+  for (const Array &array : {Array{inputs, layer->num_inputs, "inputs"},
+                             Array{params, layer->num_params, "params"},
+                             Array{outputs, layer->num_outputs, "outputs"}})
+    if (array.count > 0 && !array.tensors)
+      return ctx.fail(RECUR_ERROR_NULL_POINTER,
+                      "%s is NULL, but the layer has %d %s", array.name,
+                      array.count, array.name);
+  return RECUR_OK;
+}
+
+/// Checks the inputs, params, state and outputs in that order; the first
+/// tensor that uses a runtime dimension sets it.
+recur_status Call::bindAll() {
+  for (size_t i = 0; i < info.inputs.size(); ++i)
+    if (recur_status status =
+            bindTensor(ctx, info, "input", *info.inputs[i], inputs[i], dims))
+      return status;
+  for (size_t i = 0; i < info.params.size(); ++i)
+    if (recur_status status =
+            bindTensor(ctx, info, "param", *info.params[i], params[i], dims))
+      return status;
+  if (recur_status status = bindState())
+    return status;
+  for (size_t i = 0; i < info.outputs.size(); ++i)
+    if (recur_status status =
+            bindTensor(ctx, info, "output", *info.outputs[i], outputs[i], dims))
+      return status;
+  return RECUR_OK;
+}
+
+recur_status Call::bindState() {
+  if (!state)
+    return RECUR_OK;
+  if (recur_status status = checkStateFits(ctx, info, *state))
+    return status;
+  int32_t batchDim = layer->batch_dim;
+  if (batchDim < 0)
+    return RECUR_OK;
+  if (!dims.isBound(batchDim)) {
+    dims.bind(batchDim, state->batch, "the state");
+    return RECUR_OK;
+  }
+  if (dims.values[batchDim] != state->batch) {
+    const char *name =
+        nameOr(layer->runtime_dim_names ? layer->runtime_dim_names[batchDim]
+                                        : nullptr);
+    return ctx.fail(RECUR_ERROR_STATE,
+                    "the state has batch %lld, but %s is %lld in %s",
+                    static_cast<long long>(state->batch), name,
+                    static_cast<long long>(dims.values[batchDim]),
+                    dims.sources[batchDim].c_str());
+  }
+  return RECUR_OK;
+}
+
+recur_status Call::checkStep() const {
+  int32_t timeDim = layer->time_dim;
+  if (!isStep || timeDim < 0 || !dims.isBound(timeDim) ||
+      dims.values[timeDim] == layer->step_length)
+    return RECUR_OK;
+  const char *name = nameOr(
+      layer->runtime_dim_names ? layer->runtime_dim_names[timeDim] : nullptr);
+  return ctx.fail(RECUR_ERROR_SHAPE,
+                  "dimension %s is %lld in %s, but a step covers %lld "
+                  "position(s)",
+                  name, static_cast<long long>(dims.values[timeDim]),
+                  dims.sources[timeDim].c_str(),
+                  static_cast<long long>(layer->step_length));
+}
+
+recur_status Call::checkBound() const {
+  auto check = [&](const recur_arg_desc *descs, int32_t count) {
+    for (int32_t i = 0; i < count; ++i)
+      if (recur_status status = requireBound(ctx, info, descs[i], dims))
+        return status;
+    return RECUR_OK;
+  };
+  if (recur_status status = check(layer->args, layer->num_args))
+    return status;
+  return check(layer->results, layer->num_results);
+}
+
+/// Appends the descriptor of kernel argument `arg` to `words`: a user tensor
+/// as is when it is row-major, else a contiguous copy; a state's buffer.
+recur_status Call::packArgument(const recur_arg_desc &arg,
+                                const recur_state &st,
+                                std::vector<int64_t> &words) {
+  if (arg.role == RECUR_ROLE_STATE) {
+    const StateTensor &tensor = st.tensors[arg.index];
+    argumentBuffers.push_back(tensor.allocated);
+    pushMemRef(words, tensor.allocated, tensor.data, arg.rank, tensor.shape);
+    return RECUR_OK;
+  }
+  const recur_tensor &t =
+      arg.role == RECUR_ROLE_INPUT ? inputs[arg.index] : params[arg.index];
+  void *data = t.data;
+  if (!isRowMajor(t.rank, t.shape, t.strides)) {
+    int64_t count = recur_tensor_numel(&t);
+    size_t bytes = static_cast<size_t>(count) * recur_dtype_size(t.dtype);
+    data = trackedAlloc(kAlignment, bytes);
+    if (!data)
+      return ctx.fail(RECUR_ERROR_OUT_OF_MEMORY,
+                      "cannot allocate %zu bytes for a contiguous copy of "
+                      "'%s'",
+                      bytes, nameOr(arg.name));
+    copies.add(data);
+    int64_t strides[RECUR_MAX_RANK];
+    rowMajorStrides(t.rank, t.shape, strides);
+    copyView({static_cast<char *>(t.data), t.dtype, t.rank, t.shape, t.strides},
+             {static_cast<char *>(data), t.dtype, t.rank, t.shape, strides});
+  }
+  if (recur_tensor_numel(&t) == 0)
+    data = nullptr;
+  argumentBuffers.push_back(data);
+  pushMemRef(words, data, data, t.rank, t.shape);
+  return RECUR_OK;
+}
+
+bool Call::isArgument(const void *ptr) const {
+  for (const void *arg : argumentBuffers)
+    if (arg == ptr)
+      return true;
+  return false;
+}
+
+/// Checks that a result has the shape its descriptor and the call's
+/// dimensions give.
+recur_status Call::checkResult(const recur_arg_desc &desc,
+                               const MemRef &ref) const {
+  int64_t expected[RECUR_MAX_RANK];
+  resolveShape(desc, dims, expected);
+  if (std::memcmp(expected, ref.sizes, desc.rank * sizeof(int64_t)))
+    return ctx.fail(RECUR_ERROR_INTERNAL,
+                    "the kernel returned %s '%s' of shape %s, expected %s",
+                    desc.role == RECUR_ROLE_OUTPUT ? "output" : "next state",
+                    nameOr(desc.name),
+                    formatShape(desc.rank, ref.sizes).c_str(),
+                    formatShape(desc.rank, expected).c_str());
+  int64_t count;
+  elementCount(desc.rank, expected, count);
+  if (count > 0 && !ref.aligned)
+    return ctx.fail(RECUR_ERROR_INTERNAL,
+                    "the kernel returned a NULL buffer for '%s'",
+                    nameOr(desc.name));
+  return RECUR_OK;
+}
+
+/// Reads the results and takes the buffers the kernel made for them (each
+/// once); then checks their shapes.
+recur_status Call::unpackResults(const std::vector<int64_t> &words) {
+  const int64_t *cursor = words.data();
+  for (int32_t i = 0; i < layer->num_results; ++i) {
+    results.push_back(popMemRef(cursor, layer->results[i].rank));
+    void *allocated = results.back().allocated;
+    if (!isArgument(allocated) && isTracked(allocated))
+      owned.add(allocated);
+  }
+  for (int32_t i = 0; i < layer->num_results; ++i)
+    if (recur_status status = checkResult(layer->results[i], results[i]))
+      return status;
+  return RECUR_OK;
+}
+
+/// Whether next-state result `result` can become the state's buffer as is:
+/// a row-major buffer the kernel made that no other next state uses.
+bool Call::adoptable(size_t result) const {
+  const MemRef &ref = results[result];
+  if (!owned.contains(ref.allocated) ||
+      !isRowMajor(ref.rank, ref.sizes, ref.strides))
+    return false;
+  for (size_t i = 0; i < results.size(); ++i)
+    if (i != result && layer->results[i].role == RECUR_ROLE_NEXT_STATE &&
+        results[i].allocated == ref.allocated)
+      return false;
+  return true;
+}
+
+/// Decides where next-state result `result` goes: nowhere when it is the
+/// state's own buffer, the result's buffer when adoptable, else a fresh copy
+/// (never into a state buffer in place: another result may still read it).
+recur_status Call::prepareNextState(size_t result,
+                                    std::vector<NextBuffer> &next,
+                                    BufferList &fresh) const {
+  const recur_arg_desc &desc = layer->results[result];
+  const MemRef &ref = results[result];
+  const StateTensor &tensor = state->tensors[desc.index];
+  char *first = ref.first(desc.dtype);
+  if (tensor.numel == 0 ||
+      (first == tensor.data && isRowMajor(ref.rank, ref.sizes, ref.strides)))
+    return RECUR_OK;
+  if (adoptable(result)) {
+    next.push_back({static_cast<size_t>(desc.index), ref.allocated, first});
+    return RECUR_OK;
+  }
+  void *copy = trackedAlloc(kAlignment, tensor.bytes);
+  if (!copy)
+    return ctx.fail(RECUR_ERROR_OUT_OF_MEMORY,
+                    "cannot allocate %zu bytes for state '%s'", tensor.bytes,
+                    nameOr(desc.name));
+  fresh.add(copy);
+  int64_t strides[RECUR_MAX_RANK];
+  rowMajorStrides(desc.rank, tensor.shape, strides);
+  copyView({first, desc.dtype, ref.rank, ref.sizes, ref.strides},
+           {static_cast<char *>(copy), desc.dtype, desc.rank, tensor.shape,
+            strides});
+  next.push_back(
+      {static_cast<size_t>(desc.index), copy, static_cast<char *>(copy)});
+  return RECUR_OK;
+}
+
+void Call::copyOutputs() const {
+  for (size_t i = 0; i < results.size(); ++i) {
+    const recur_arg_desc &desc = layer->results[i];
+    if (desc.role != RECUR_ROLE_OUTPUT)
+      continue;
+    const MemRef &ref = results[i];
+    const recur_tensor &out = outputs[desc.index];
+    copyView(
+        {ref.first(desc.dtype), desc.dtype, ref.rank, ref.sizes, ref.strides},
+        {static_cast<char *>(out.data), out.dtype, out.rank, out.shape,
+         out.strides});
+  }
+}
+
+/// Gives the state its new buffers and frees the old ones.
+void Call::commit(const std::vector<NextBuffer> &next, BufferList &fresh) {
+  for (const NextBuffer &buffer : next) {
+    StateTensor &tensor = state->tensors[buffer.index];
+    trackedFree(tensor.allocated);
+    tensor.allocated = buffer.allocated;
+    tensor.data = buffer.data;
+    fresh.release(buffer.allocated);
+    owned.release(buffer.allocated);
+  }
+}
+
+recur_status Call::run() {
+  if (recur_status status = analyzeLayer(ctx, layer, info))
+    return status;
+  dims = DimBinding(layer->num_runtime_dims);
+  if (!layer->kernel)
+    return ctx.fail(RECUR_ERROR_NULL_POINTER, "the layer has no kernel");
+  if (isStep && !state)
+    return ctx.fail(RECUR_ERROR_NULL_POINTER,
+                    "state is NULL; a step needs a state");
+  if (recur_status status = checkArrays())
+    return status;
+  if (recur_status status = bindAll())
+    return status;
+  if (recur_status status = checkStep())
+    return status;
+  if (recur_status status = checkBound())
+    return status;
+
+  // Without a state, the run starts from the init rules of a temporary one.
+  StatePtr temporary;
+  if (!state) {
+    int64_t batch = layer->batch_dim >= 0 ? dims.values[layer->batch_dim] : 1;
+    if (recur_status status = createState(ctx, info, batch, params, temporary))
+      return status;
+  }
+  const recur_state &st = state ? *state : *temporary;
+
+  std::vector<int64_t> in;
+  in.reserve(wordCount(layer->args, layer->num_args));
+  for (int32_t i = 0; i < layer->num_args; ++i)
+    if (recur_status status = packArgument(layer->args[i], st, in))
+      return status;
+  std::vector<int64_t> out(wordCount(layer->results, layer->num_results), 0);
+  layer->kernel(in.data(), out.data());
+
+  if (recur_status status = unpackResults(out))
+    return status;
+  std::vector<NextBuffer> next;
+  BufferList fresh;
+  for (size_t i = 0; state && i < results.size(); ++i)
+    if (layer->results[i].role == RECUR_ROLE_NEXT_STATE)
+      if (recur_status status = prepareNextState(i, next, fresh))
+        return status;
+  copyOutputs();
+  if (state)
+    commit(next, fresh);
+  return RECUR_OK;
+}
+
+} // namespace
+
+extern "C" recur_status recur_forward(const recur_layer_desc *layer,
+                                      const recur_tensor *inputs,
+                                      const recur_tensor *params,
+                                      recur_state *state,
+                                      const recur_tensor *outputs) {
+  return guarded("recur_forward", [&] {
+    return Call("recur_forward", layer, inputs, params, state, outputs,
+                /*isStep=*/false)
+        .run();
+  });
+}
+
+extern "C" recur_status recur_step(const recur_layer_desc *layer,
+                                   const recur_tensor *inputs,
+                                   const recur_tensor *params,
+                                   recur_state *state,
+                                   const recur_tensor *outputs) {
+  return guarded("recur_step", [&] {
+    return Call("recur_step", layer, inputs, params, state, outputs,
+                /*isStep=*/true)
+        .run();
+  });
+}

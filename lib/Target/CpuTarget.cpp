@@ -1,0 +1,196 @@
+//===- CpuTarget.cpp - layer functions to CPU object code -----------------===//
+//
+// Part of the Recur project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "recur/Target/CpuTarget.h"
+
+#include "recur/Target/LayerSignature.h"
+#include "recur/Target/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+using namespace mlir::recur;
+
+void mlir::recur::registerCpuTranslations(DialectRegistry &registry) {
+  // The pipeline's passes need the dialects' external interface models
+  // (bufferization, conversion to LLVM) that the upstream extensions
+  // register.
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerOpenMPDialectTranslation(registry);
+}
+
+namespace {
+
+/// Appends the leaves of `value` (a scalar, or a struct or array of them)
+/// to `leaves`, in memory order.
+void flattenAggregate(llvm::IRBuilder<> &b, llvm::Value *value,
+                      SmallVectorImpl<llvm::Value *> &leaves) {
+  llvm::Type *type = value->getType();
+  unsigned count = 0;
+  if (auto *s = dyn_cast<llvm::StructType>(type))
+    count = s->getNumElements();
+  else if (auto *a = dyn_cast<llvm::ArrayType>(type))
+    count = a->getNumElements();
+  else {
+    leaves.push_back(value);
+    return;
+  }
+  for (unsigned i = 0; i < count; ++i)
+    flattenAggregate(b, b.CreateExtractValue(value, i), leaves);
+}
+
+/// Adds `recur_<F>_kernel(ptr in, ptr out)`: argument k of F (a pointer or
+/// an i64 of a flattened memref descriptor) is word k of `in`; the leaves of
+/// F's result go to consecutive words of `out`.
+void addPackedEntry(llvm::Module &module, llvm::Function &impl,
+                    StringRef layer) {
+  llvm::LLVMContext &ctx = module.getContext();
+  auto *ptrTy = llvm::PointerType::getUnqual(ctx);
+  auto *i64 = llvm::Type::getInt64Ty(ctx);
+  auto *entryTy = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx),
+                                          {ptrTy, ptrTy}, false);
+  auto *entry = llvm::Function::Create(entryTy, llvm::Function::ExternalLinkage,
+                                       kernelSymbol(layer), module);
+  llvm::Value *in = entry->getArg(0), *out = entry->getArg(1);
+  in->setName("in");
+  out->setName("out");
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", entry));
+  SmallVector<llvm::Value *> args;
+  for (auto [k, param] : llvm::enumerate(impl.args())) {
+    llvm::Value *word = b.CreateConstGEP1_64(i64, in, k);
+    args.push_back(b.CreateLoad(param.getType(), word));
+  }
+  llvm::Value *result = b.CreateCall(&impl, args);
+  if (!impl.getReturnType()->isVoidTy()) {
+    SmallVector<llvm::Value *> leaves;
+    flattenAggregate(b, result, leaves);
+    for (auto [k, leaf] : llvm::enumerate(leaves))
+      b.CreateStore(leaf, b.CreateConstGEP1_64(i64, out, k));
+  }
+  b.CreateRetVoid();
+  impl.setLinkage(llvm::GlobalValue::InternalLinkage);
+  impl.setName("recur_" + layer + "_impl");
+}
+
+} // namespace
+
+FailureOr<std::unique_ptr<llvm::Module>>
+mlir::recur::lowerToLLVMIR(ModuleOp module, llvm::LLVMContext &context) {
+  SmallVector<std::string> layers;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isExternal())
+      layers.push_back(func.getSymName().str());
+
+  PassManager pm(module->getContext());
+  buildCpuLoweringPipeline(pm);
+  if (failed(pm.run(module)))
+    return failure();
+
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, context, "recur");
+  if (!llvmModule)
+    return module.emitError("translation to LLVM IR failed"), failure();
+  for (const std::string &layer : layers) {
+    llvm::Function *impl = llvmModule->getFunction(layer);
+    if (!impl)
+      return module.emitError() << "layer '" << layer
+                                << "' is missing after lowering",
+             failure();
+    addPackedEntry(*llvmModule, *impl, layer);
+  }
+  return llvmModule;
+}
+
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+mlir::recur::createCpuTargetMachine(const CpuTargetOptions &options) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return llvm::createStringError(error);
+  std::string cpu = options.cpu, features;
+  if (cpu == "native") {
+    cpu = llvm::sys::getHostCPUName().str();
+    llvm::SubtargetFeatures f;
+    for (const auto &[name, on] : llvm::sys::getHostCPUFeatures())
+      f.AddFeature(name, on);
+    features = f.getString();
+  }
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_,
+      std::nullopt,
+      options.optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
+      : options.optLevel == 0 ? llvm::CodeGenOptLevel::None
+                              : llvm::CodeGenOptLevel::Default));
+  if (!machine)
+    return llvm::createStringError("cannot create a target machine for " +
+                                   triple.str() + " cpu " + cpu);
+  if (!machine->getMCSubtargetInfo()->isCPUStringValid(cpu))
+    return llvm::createStringError("unknown CPU '" + cpu + "' for " +
+                                   triple.str());
+  return machine;
+}
+
+void mlir::recur::optimizeModule(llvm::Module &module,
+                                 llvm::TargetMachine &machine,
+                                 unsigned optLevel) {
+  module.setTargetTriple(machine.getTargetTriple());
+  module.setDataLayout(machine.createDataLayout());
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = optLevel >= 2;
+  tuning.SLPVectorization = optLevel >= 2;
+  llvm::PassBuilder pb(&machine, tuning);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = optLevel == 0   ? llvm::OptimizationLevel::O0
+                                  : optLevel == 1 ? llvm::OptimizationLevel::O1
+                                  : optLevel == 2 ? llvm::OptimizationLevel::O2
+                                                  : llvm::OptimizationLevel::O3;
+  llvm::ModulePassManager mpm =
+      optLevel == 0 ? pb.buildO0DefaultPipeline(level)
+                    : pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(module, mam);
+}
+
+llvm::Error mlir::recur::emitObjectFile(llvm::Module &module,
+                                        llvm::TargetMachine &machine,
+                                        llvm::raw_pwrite_stream &os) {
+  llvm::legacy::PassManager pm;
+  if (machine.addPassesToEmitFile(pm, os, nullptr,
+                                  llvm::CodeGenFileType::ObjectFile))
+    return llvm::createStringError("the target cannot emit object files");
+  pm.run(module);
+  return llvm::Error::success();
+}
