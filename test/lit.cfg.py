@@ -42,6 +42,29 @@ config.substitutions.append(("%recur_tools_dir", config.recur_tools_dir))
 config.substitutions.append(("%llvm_tools_dir", config.llvm_tools_dir))
 config.substitutions.append(("%llvm_lib_dir", config.llvm_lib_dir))
 
+# C programs that use generated layers: %recur_cc compiles and links one
+# with librecur_rt, OpenMP and libm (instrumented like the runtime under
+# make test-asan, whose librecur_rt needs the sanitizer runtimes).
+sanitize = (
+    " -fsanitize=address,undefined"
+    if config.recur_sanitizers.upper() in ("ON", "1", "TRUE", "YES")
+    else ""
+)
+config.substitutions.append(
+    (
+        "%recur_cc",
+        f"{config.recur_c_compiler} -std=c11 -Wall -Werror"
+        f" -I{config.recur_src_root}/include{sanitize}",
+    )
+)
+config.substitutions.append(
+    (
+        "%recur_link",
+        f"-L{config.recur_lib_dir} -lrecur_rt -Wl,-rpath,{config.recur_lib_dir}"
+        " -fopenmp -lm",
+    )
+)
+
 tools = [
     ToolSubst("recur-opt", unresolved="fatal"),
     ToolSubst("recurc", unresolved="fatal"),

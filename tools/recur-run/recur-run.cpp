@@ -1,0 +1,793 @@
+//===- recur-run.cpp - compile, run and check a layer ---------------------===//
+//
+// Part of the Recur project.
+//
+// recur-run SPEC.recur [--layer NAME] [-D NAME=VALUE]... [--stream] ...
+//
+// Compiles one layer for the CPU exactly as `recurc --target=cpu` does (the
+// same pipeline and LLVM optimization, JIT-compiled instead of written to an
+// object), runs it through librecur_rt on seeded random inputs, and compares
+// every output and final state with the float64 oracle (lib/Oracle: the
+// layer's IR interpreted in double precision, each recur op by lib/Reference).
+// Prints `max_rel_err: <value>` per output and final state, then
+// `time_ms: <value>`; with --stream, also `stream_max_rel_err: <value>`.
+// Exit status 1 when an error exceeds the tolerance or anything fails.
+//
+//===----------------------------------------------------------------------===//
+
+#include "recur/Frontend/MLIRGen.h"
+#include "recur/Frontend/Parser.h"
+#include "recur/Oracle/Evaluator.h"
+#include "recur/Runtime/recur_rt.h"
+#include "recur/Target/CpuTarget.h"
+#include "recur/Target/LayerSignature.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <complex>
+#include <cstring>
+#include <map>
+#include <random>
+
+using namespace llvm;
+using mlir::recur::LayerSignature;
+using mlir::recur::TensorSignature;
+using recur::oracle::Complex;
+using recur::reference::Tensor;
+
+namespace {
+cl::OptionCategory runCategory("recur-run options");
+
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<spec.recur>"),
+                               cl::Required, cl::cat(runCategory));
+cl::opt<std::string> layerName("layer",
+                               cl::desc("The layer to run (needed when the "
+                                        "spec has several)"),
+                               cl::value_desc("name"), cl::cat(runCategory));
+cl::list<std::string>
+    defines("D", cl::Prefix,
+            cl::desc("Set the compile-time dimension NAME to VALUE "
+                     "(repeatable), as recurc -D"),
+            cl::value_desc("NAME=VALUE"), cl::cat(runCategory));
+cl::list<std::string>
+    sizes("size",
+          cl::desc("The size of runtime dimension NAME in this run "
+                   "(repeatable; default: batch 2, time 4 steps or 64 "
+                   "positions, others 8)"),
+          cl::value_desc("NAME=VALUE"), cl::cat(runCategory));
+cl::opt<bool> promoteF64("f64",
+                         cl::desc("Compile the layer in double precision "
+                                  "(every float tensor f64, complex c128)"),
+                         cl::cat(runCategory));
+cl::opt<unsigned> seed("seed", cl::desc("Seed of the random inputs"),
+                       cl::init(1), cl::cat(runCategory));
+cl::opt<double> inputScale(
+    "input-scale",
+    cl::desc("Scale of the random inputs (normal, mean 0); large values "
+             "drive sigmoid gates to 0 and 1"),
+    cl::init(1.0), cl::cat(runCategory));
+cl::opt<bool> stream(
+    "stream",
+    cl::desc("Also run the layer a step at a time and split at random "
+             "points, the state carried, and print stream_max_rel_err "
+             "against the one-shot run (for a layer without a runtime time "
+             "dimension: three segments against the oracle, chained)"),
+    cl::cat(runCategory));
+cl::opt<unsigned> repeat("repeat",
+                         cl::desc("Timed runs; time_ms is their median"),
+                         cl::init(5), cl::cat(runCategory));
+cl::opt<int> threads("num-threads",
+                     cl::desc("Threads of the kernels' parallel loops "
+                              "(default: OpenMP's)"),
+                     cl::init(0), cl::cat(runCategory));
+cl::opt<std::string> cpuName("cpu",
+                             cl::desc("The CPU to compile for (LLVM name)"),
+                             cl::init("native"), cl::cat(runCategory));
+cl::opt<double> tolerance(
+    "tolerance",
+    cl::desc("The largest max_rel_err (and stream_max_rel_err) accepted; "
+             "default 1e-4 for f32 layers, 1e-9 for f64, 5e-2 for f16/bf16"),
+    cl::init(-1.0), cl::cat(runCategory));
+
+int fail(const Twine &message) {
+  WithColor::error(errs(), "recur-run") << message << "\n";
+  return EXIT_FAILURE;
+}
+
+int runtimeFail(const Twine &what) {
+  return fail(what + ": " + recur_last_error());
+}
+
+//===----------------------------------------------------------------------===//
+// Host tensors: double or complex values, and the kernel's typed copy
+//===----------------------------------------------------------------------===//
+
+bool isComplexType(recur_dtype d) { return d == RECUR_C64 || d == RECUR_C128; }
+
+/// One tensor of the run: its values (rounded to the kernel's dtype, so the
+/// kernel and the oracle read the same numbers) and the typed buffer.
+struct HostTensor {
+  const TensorSignature *sig = nullptr;
+  std::vector<int64_t> shape;
+  std::vector<Complex> values; // real dtypes use the real part
+  std::vector<unsigned char> bytes;
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t s : shape)
+      n *= s;
+    return n;
+  }
+  recur_tensor view() {
+    return recur_tensor_contiguous(bytes.data(), sig->dtype,
+                                   static_cast<int32_t>(shape.size()),
+                                   shape.data());
+  }
+};
+
+/// `f` rounded to bfloat16 (nearest, ties to even; NaN stays NaN).
+uint16_t toBF16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if (std::isnan(f))
+    return static_cast<uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+/// Stores `v` as element `i` of a `dtype` buffer.
+void storeElement(recur_dtype dtype, unsigned char *p, int64_t i, Complex v) {
+  switch (dtype) {
+  case RECUR_F16:
+    reinterpret_cast<_Float16 *>(p)[i] = static_cast<_Float16>(v.real());
+    return;
+  case RECUR_BF16:
+    reinterpret_cast<uint16_t *>(p)[i] = toBF16(static_cast<float>(v.real()));
+    return;
+  case RECUR_F32:
+    reinterpret_cast<float *>(p)[i] = static_cast<float>(v.real());
+    return;
+  case RECUR_F64:
+    reinterpret_cast<double *>(p)[i] = v.real();
+    return;
+  case RECUR_C64:
+    reinterpret_cast<std::complex<float> *>(p)[i] =
+        std::complex<float>(static_cast<float>(v.real()),
+                            static_cast<float>(v.imag()));
+    return;
+  case RECUR_C128:
+    reinterpret_cast<Complex *>(p)[i] = v;
+    return;
+  case RECUR_BOOL:
+    p[i] = v.real() != 0.0;
+    return;
+  case RECUR_I32:
+    reinterpret_cast<int32_t *>(p)[i] = static_cast<int32_t>(v.real());
+    return;
+  }
+}
+
+/// Element `i` of a `dtype` buffer.
+Complex loadElement(recur_dtype dtype, const unsigned char *p, int64_t i) {
+  switch (dtype) {
+  case RECUR_F16:
+    return static_cast<double>(reinterpret_cast<const _Float16 *>(p)[i]);
+  case RECUR_BF16: {
+    uint32_t bits = uint32_t(reinterpret_cast<const uint16_t *>(p)[i]) << 16;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  }
+  case RECUR_F32:
+    return reinterpret_cast<const float *>(p)[i];
+  case RECUR_F64:
+    return reinterpret_cast<const double *>(p)[i];
+  case RECUR_C64: {
+    std::complex<float> c = reinterpret_cast<const std::complex<float> *>(p)[i];
+    return Complex(c.real(), c.imag());
+  }
+  case RECUR_C128:
+    return reinterpret_cast<const Complex *>(p)[i];
+  case RECUR_BOOL:
+    return p[i] ? 1.0 : 0.0;
+  case RECUR_I32:
+    return reinterpret_cast<const int32_t *>(p)[i];
+  }
+  return 0.0;
+}
+
+/// A zero tensor of `sig`'s dtype with `shape`.
+HostTensor makeTensor(const TensorSignature &sig,
+                      const std::vector<int64_t> &shape) {
+  HostTensor t;
+  t.sig = &sig;
+  t.shape = shape;
+  t.values.assign(t.numel(), 0.0);
+  t.bytes.assign(t.numel() * recur_dtype_size(sig.dtype), 0);
+  return t;
+}
+
+/// Sets the values (rounded through the dtype) and the typed buffer.
+void setValues(HostTensor &t, const std::vector<Complex> &values) {
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    storeElement(t.sig->dtype, t.bytes.data(), i, values[i]);
+    t.values[i] = loadElement(t.sig->dtype, t.bytes.data(), i);
+  }
+}
+
+/// Reads the typed buffer back into the values.
+void readBack(HostTensor &t) {
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.values[i] = loadElement(t.sig->dtype, t.bytes.data(), i);
+}
+
+recur::oracle::Value toOracle(const HostTensor &t) {
+  switch (t.sig->dtype) {
+  case RECUR_C64:
+  case RECUR_C128:
+    return Tensor<Complex>(t.shape, t.values);
+  case RECUR_BOOL: {
+    Tensor<bool> b(t.shape);
+    for (int64_t i = 0; i < t.numel(); ++i)
+      b.data[i] = t.values[i].real() != 0.0;
+    return b;
+  }
+  case RECUR_I32: {
+    Tensor<int32_t> b(t.shape);
+    for (int64_t i = 0; i < t.numel(); ++i)
+      b.data[i] = static_cast<int32_t>(t.values[i].real());
+    return b;
+  }
+  default: {
+    Tensor<double> b(t.shape);
+    for (int64_t i = 0; i < t.numel(); ++i)
+      b.data[i] = t.values[i].real();
+    return b;
+  }
+  }
+}
+
+std::vector<Complex> fromOracle(const recur::oracle::Value &v) {
+  std::vector<Complex> out;
+  if (auto *d = std::get_if<Tensor<double>>(&v))
+    out.assign(d->data.begin(), d->data.end());
+  else if (auto *c = std::get_if<Tensor<Complex>>(&v))
+    out = c->data;
+  else if (auto *b = std::get_if<Tensor<bool>>(&v))
+    for (bool x : b->data)
+      out.push_back(x ? 1.0 : 0.0);
+  else if (auto *i = std::get_if<Tensor<int32_t>>(&v))
+    for (int32_t x : i->data)
+      out.push_back(static_cast<double>(x));
+  return out;
+}
+
+/// max |got - want| / max |want| (the absolute error when want is 0).
+double maxRelErr(const std::vector<Complex> &got,
+                 const std::vector<Complex> &want) {
+  double err = 0.0, scale = 0.0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    double d = std::abs(got[i] - want[i]);
+    err = std::isnan(d) ? INFINITY : std::max(err, d);
+    scale = std::max(scale, std::abs(want[i]));
+  }
+  return scale > 0.0 ? err / scale : err;
+}
+
+std::string shapeText(const HostTensor &t) {
+  std::string s = mlir::recur::dtypeName(t.sig->dtype).str() + "[";
+  for (size_t i = 0; i < t.shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(t.shape[i]);
+  return s + "]";
+}
+
+//===----------------------------------------------------------------------===//
+// The run
+//===----------------------------------------------------------------------===//
+
+struct Run {
+  const LayerSignature &sig;
+  const recur_layer_desc *desc;
+  mlir::func::FuncOp func; // the unlowered layer, for the oracle
+  std::vector<int64_t> dimSizes;
+  std::mt19937_64 rng;
+  std::vector<HostTensor> inputs, params, states;
+
+  std::vector<int64_t> shapeOf(const TensorSignature &t) const {
+    std::vector<int64_t> s;
+    for (int64_t d : t.shape)
+      s.push_back(d >= 0 ? d : dimSizes[-1 - d]);
+    return s;
+  }
+
+  /// Whether `t` is a per-row flag (only the batch dim and units): its
+  /// values are 0 or 1 (a reset, a dialogue start), never a time series.
+  bool isRowFlag(const TensorSignature &t) const {
+    bool batch = false;
+    for (int64_t d : t.shape) {
+      if (d < 0 && -1 - d == sig.batchDim)
+        batch = true;
+      else if (d != 1)
+        return false;
+    }
+    return batch;
+  }
+
+  std::vector<Complex> randomValues(const TensorSignature &t, int64_t n,
+                                    double scale) {
+    std::normal_distribution<double> normal;
+    std::bernoulli_distribution coin(t.dtype == RECUR_BOOL ? 0.2 : 0.5);
+    std::vector<Complex> v(n);
+    for (Complex &x : v) {
+      if (t.dtype == RECUR_BOOL || isRowFlag(t))
+        x = coin(rng) ? 1.0 : 0.0;
+      else if (isComplexType(t.dtype))
+        x = Complex(scale * normal(rng), scale * normal(rng));
+      else
+        x = scale * normal(rng);
+    }
+    return v;
+  }
+
+  /// A param from its init rule, perturbed so that every param matters:
+  /// normal(s) as drawn, ones and consts plus 0.1 noise, zeros 0.1 noise.
+  std::vector<Complex> paramValues(const TensorSignature &t, int64_t n) {
+    StringRef init = t.initSpelling;
+    double base = 0.0, scale = 0.1;
+    if (init.consume_front("normal(") && init.consume_back(")"))
+      init.getAsDouble(scale);
+    else if (init == "ones")
+      base = 1.0;
+    else if (init.consume_front("const(") && init.consume_back(")"))
+      init.getAsDouble(base);
+    std::vector<Complex> v = randomValues(t, n, scale);
+    for (Complex &x : v)
+      x += base;
+    return v;
+  }
+
+  void makeInputs(std::vector<HostTensor> &out, double scale) {
+    out.clear();
+    for (const TensorSignature &t : sig.args)
+      if (t.role == RECUR_ROLE_INPUT) {
+        HostTensor h = makeTensor(t, shapeOf(t));
+        setValues(h, randomValues(t, h.numel(), scale));
+        out.push_back(std::move(h));
+      }
+  }
+
+  void makeParamsAndStates() {
+    for (const TensorSignature &t : sig.args) {
+      if (t.role == RECUR_ROLE_PARAM) {
+        HostTensor h = makeTensor(t, shapeOf(t));
+        setValues(h, paramValues(t, h.numel()));
+        params.push_back(std::move(h));
+      } else if (t.role == RECUR_ROLE_STATE) {
+        // A state mid-sequence, so the carried values matter.
+        HostTensor h = makeTensor(t, shapeOf(t));
+        setValues(h, randomValues(t, h.numel(), 0.5));
+        states.push_back(std::move(h));
+      }
+    }
+  }
+
+  std::vector<recur_tensor> views(std::vector<HostTensor> &ts) {
+    std::vector<recur_tensor> v;
+    for (HostTensor &t : ts)
+      v.push_back(t.view());
+    return v;
+  }
+
+  /// A runtime state holding `values`.
+  recur_state *newState(std::vector<HostTensor> &values) {
+    std::vector<recur_tensor> p = views(params);
+    recur_state *state = nullptr;
+    if (recur_state_create(desc, dimSizes[sig.batchDim >= 0 ? sig.batchDim : 0],
+                           p.data(), &state) != RECUR_OK)
+      return nullptr;
+    for (size_t i = 0; i < values.size(); ++i) {
+      recur_tensor v;
+      recur_state_view(state, static_cast<int32_t>(i), &v);
+      std::memcpy(v.data, values[i].bytes.data(), values[i].bytes.size());
+    }
+    return state;
+  }
+
+  /// The state's tensors as host tensors.
+  std::vector<HostTensor> stateValues(recur_state *state) {
+    std::vector<HostTensor> out;
+    for (size_t i = 0; i < states.size(); ++i) {
+      recur_tensor v;
+      recur_state_view(state, static_cast<int32_t>(i), &v);
+      HostTensor h = makeTensor(*states[i].sig, states[i].shape);
+      std::memcpy(h.bytes.data(), v.data, h.bytes.size());
+      readBack(h);
+      out.push_back(std::move(h));
+    }
+    return out;
+  }
+
+  std::vector<HostTensor> makeOutputs(int64_t timeSize = -1) {
+    std::vector<HostTensor> out;
+    for (const TensorSignature &t : sig.results)
+      if (t.role == RECUR_ROLE_OUTPUT) {
+        std::vector<int64_t> shape;
+        for (int64_t d : t.shape)
+          shape.push_back(d >= 0                                ? d
+                          : timeSize >= 0 && -1 - d == sig.timeDim ? timeSize
+                                                                 : dimSizes[-1 - d]);
+        out.push_back(makeTensor(t, shape));
+      }
+    return out;
+  }
+
+  /// The oracle on `in` from `from`: outputs then final states, in the
+  /// order of the kernel's results.
+  Expected<std::vector<std::vector<Complex>>>
+  oracle(std::vector<HostTensor> &in, std::vector<HostTensor> &from) {
+    std::vector<recur::oracle::Value> args;
+    size_t ii = 0, pi = 0, si = 0;
+    for (const TensorSignature &t : sig.args)
+      args.push_back(toOracle(t.role == RECUR_ROLE_INPUT   ? in[ii++]
+                              : t.role == RECUR_ROLE_PARAM ? params[pi++]
+                                                           : from[si++]));
+    auto results = recur::oracle::evaluate(func, args);
+    if (!results)
+      return results.takeError();
+    std::vector<std::vector<Complex>> out;
+    for (const recur::oracle::Value &v : *results)
+      out.push_back(fromOracle(v));
+    return out;
+  }
+
+  /// recur_forward (or recur_step) on `in` into `out` from `state`.
+  recur_status call(bool step, std::vector<recur_tensor> &in,
+                    recur_state *state, std::vector<recur_tensor> &out) {
+    std::vector<recur_tensor> p = views(params);
+    return (step ? recur_step : recur_forward)(desc, in.data(), p.data(),
+                                               state, out.data());
+  }
+};
+
+/// Views of `ts` narrowed to positions [start, start + len) of runtime
+/// dimension `dim`; a per-row flag is zeroed after the first piece (it
+/// marks where a sequence starts, which a continuation is not).
+std::vector<recur_tensor> slices(Run &run, std::vector<HostTensor> &ts,
+                                 int64_t start, int64_t len,
+                                 std::vector<HostTensor> &zeros) {
+  std::vector<recur_tensor> out;
+  for (HostTensor &t : ts) {
+    recur_tensor v = t.view();
+    for (size_t d = 0; d < t.sig->shape.size(); ++d)
+      if (t.sig->shape[d] < 0 && -1 - t.sig->shape[d] == run.sig.timeDim) {
+        v.data = t.bytes.data() +
+                 start * v.strides[d] * recur_dtype_size(t.sig->dtype);
+        v.shape[d] = len;
+      }
+    if (start > 0 && run.isRowFlag(*t.sig)) {
+      zeros.push_back(makeTensor(*t.sig, t.shape));
+      v = zeros.back().view();
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+/// The largest difference between a streamed run (`outs`, `finals`) and
+/// the one-shot one.
+double compare(std::vector<HostTensor> &outs, std::vector<HostTensor> &finals,
+               std::vector<HostTensor> &refOuts,
+               std::vector<HostTensor> &refFinals) {
+  double worst = 0.0;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    readBack(outs[i]);
+    worst = std::max(worst, maxRelErr(outs[i].values, refOuts[i].values));
+  }
+  for (size_t i = 0; i < finals.size(); ++i)
+    worst = std::max(worst, maxRelErr(finals[i].values, refFinals[i].values));
+  return worst;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(runCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "recur-run: compiles a layer for the CPU, runs it on seeded random "
+      "inputs through\nlibrecur_rt, and compares it with the float64 "
+      "oracle.\n\n"
+      "  recur-run SPEC.recur [--layer NAME] [-D NAME=VALUE]... [--stream]\n\n"
+      "Prints, for every output and final state, a line naming it and\n"
+      "`max_rel_err: <value>` (max |kernel - oracle| / max |oracle|), then\n"
+      "`time_ms: <value>` (the median forward call); --stream adds\n"
+      "`stream_max_rel_err: <value>`. Exit status 1 when an error exceeds\n"
+      "the tolerance or a step fails.\n");
+
+  recur::frontend::CompileOptions options;
+  options.layer = layerName;
+  options.promoteToF64 = promoteF64;
+  for (const std::string &d : defines) {
+    StringRef text(d);
+    auto [name, value] = text.split('=');
+    int64_t v = 0;
+    if (name.empty() || !text.contains('=') || value.getAsInteger(10, v))
+      return fail("-D expects NAME=VALUE with an integer VALUE, got '" + d +
+                  "'");
+    options.defines[name.str()] = v;
+  }
+  std::map<std::string, int64_t> sizeOverrides;
+  for (const std::string &d : sizes) {
+    StringRef text(d);
+    auto [name, value] = text.split('=');
+    int64_t v = 0;
+    if (name.empty() || value.getAsInteger(10, v) || v < 1)
+      return fail("--size expects NAME=VALUE with a positive VALUE, got '" +
+                  d + "'");
+    sizeOverrides[name.str()] = v;
+  }
+
+  // Front end.
+  std::string errorMessage;
+  std::unique_ptr<MemoryBuffer> buffer =
+      mlir::openInputFile(inputFile, &errorMessage);
+  if (!buffer)
+    return fail(errorMessage);
+  SourceMgr sourceMgr;
+  StringRef bufferText = buffer->getBuffer();
+  sourceMgr.AddNewSourceBuffer(std::move(buffer), SMLoc());
+  recur::frontend::DiagnosticEngine diags(sourceMgr);
+  recur::frontend::Parser parser(bufferText, diags);
+  recur::frontend::Module ast = parser.parseModule();
+  mlir::DialectRegistry registry;
+  mlir::recur::registerCpuTranslations(registry);
+  mlir::MLIRContext context(registry);
+  mlir::OwningOpRef<mlir::ModuleOp> ir;
+  if (!diags.hadError())
+    ir = emitModule(ast, context, options, diags, inputFile);
+  if (diags.hadError() || !ir)
+    return EXIT_FAILURE;
+  auto funcs = ir->getOps<mlir::func::FuncOp>();
+  std::vector<mlir::func::FuncOp> layers(funcs.begin(), funcs.end());
+  if (layers.size() != 1) {
+    std::string names;
+    for (auto f : layers)
+      names += " " + f.getSymName().str();
+    return fail("the spec defines several layers; choose one with --layer:" +
+                names);
+  }
+  mlir::func::FuncOp func = layers.front();
+  FailureOr<LayerSignature> sig = mlir::recur::getLayerSignature(func);
+  if (failed(sig))
+    return EXIT_FAILURE;
+
+  // The kernel, compiled as recurc compiles it, then JIT-linked.
+  mlir::OwningOpRef<mlir::ModuleOp> lowered(
+      cast<mlir::ModuleOp>((*ir)->clone()));
+  auto llvmContext = std::make_unique<LLVMContext>();
+  auto llvmModule = mlir::recur::lowerToLLVMIR(*lowered, *llvmContext);
+  if (failed(llvmModule))
+    return EXIT_FAILURE;
+  mlir::recur::CpuTargetOptions cpu;
+  cpu.cpu = cpuName;
+  auto machine = mlir::recur::createCpuTargetMachine(cpu);
+  if (!machine)
+    return fail(toString(machine.takeError()));
+  mlir::recur::optimizeModule(**llvmModule, **machine, cpu.optLevel);
+  auto jit = orc::LLJITBuilder().create();
+  if (!jit)
+    return fail(toString(jit.takeError()));
+  auto generator = orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!generator)
+    return fail(toString(generator.takeError()));
+  (*jit)->getMainJITDylib().addGenerator(std::move(*generator));
+  if (Error e = (*jit)->addIRModule(orc::ThreadSafeModule(
+          std::move(*llvmModule), std::move(llvmContext))))
+    return fail(toString(std::move(e)));
+  auto symbol = (*jit)->lookup(mlir::recur::kernelSymbol(sig->name));
+  if (!symbol)
+    return fail(toString(symbol.takeError()));
+  auto desc = mlir::recur::buildLayerDesc(
+      *sig, symbol->toPtr<recur_kernel_fn>());
+  if (threads > 0)
+    recur_set_num_threads(threads);
+
+  // Sizes of the runtime dims.
+  Run run{*sig, &desc->desc, func, {}, std::mt19937_64(seed), {}, {}, {}};
+  for (auto [k, name] : llvm::enumerate(sig->runtimeDims)) {
+    int64_t size = static_cast<int32_t>(k) == sig->batchDim ? 2
+                   : static_cast<int32_t>(k) == sig->timeDim
+                       ? (sig->stepLength > 1 ? 4 * sig->stepLength : 64)
+                       : 8;
+    auto it = sizeOverrides.find(name);
+    if (it != sizeOverrides.end()) {
+      size = it->second;
+      sizeOverrides.erase(it);
+    }
+    run.dimSizes.push_back(size);
+  }
+  if (!sizeOverrides.empty())
+    return fail("--size " + sizeOverrides.begin()->first +
+                ": the layer has no runtime dimension of that name");
+  if (sig->timeDim >= 0 && run.dimSizes[sig->timeDim] % sig->stepLength)
+    return fail("the layer runs blocks of " + Twine(sig->stepLength) +
+                " positions: --size " + sig->runtimeDims[sig->timeDim] +
+                " must be a multiple of it");
+
+  run.makeParamsAndStates();
+  run.makeInputs(run.inputs, inputScale);
+
+  bool anyF32 = false, anyHalf = false;
+  for (const TensorSignature &t : sig->results) {
+    anyF32 |= t.dtype == RECUR_F32 || t.dtype == RECUR_C64;
+    anyHalf |= t.dtype == RECUR_F16 || t.dtype == RECUR_BF16;
+  }
+  // Unit roundoff 2^-24 (f32), 2^-53 (f64), 2^-8 (bf16) with room for
+  // about 2^10 - 2^11 accumulated roundings (long sums and recurrences).
+  double tol = tolerance >= 0 ? tolerance.getValue()
+               : anyHalf      ? 5e-2
+               : anyF32       ? 1e-4
+                              : 1e-9;
+
+  outs() << "recur-run: layer " << sig->name << " from " << inputFile;
+  for (auto [k, name] : llvm::enumerate(sig->runtimeDims))
+    outs() << ", " << name << " = " << run.dimSizes[k];
+  outs() << ", seed " << seed << ", " << recur_get_num_threads()
+         << " threads\n";
+
+  // One-shot run, timed.
+  std::vector<HostTensor> outputs = run.makeOutputs();
+  std::vector<recur_tensor> in = run.views(run.inputs),
+                            out = run.views(outputs);
+  std::vector<double> times;
+  std::vector<HostTensor> finals;
+  for (unsigned r = 0; r < std::max(1u, repeat.getValue()); ++r) {
+    recur_state *state = run.newState(run.states);
+    if (!state)
+      return runtimeFail("recur_state_create");
+    auto start = std::chrono::steady_clock::now();
+    recur_status s = run.call(false, in, state, out);
+    auto stop = std::chrono::steady_clock::now();
+    if (s != RECUR_OK) {
+      recur_state_destroy(state);
+      return runtimeFail("recur_forward");
+    }
+    times.push_back(
+        std::chrono::duration<double, std::milli>(stop - start).count());
+    if (r == 0)
+      finals = run.stateValues(state);
+    recur_state_destroy(state);
+  }
+  for (HostTensor &o : outputs)
+    readBack(o);
+
+  auto want = run.oracle(run.inputs, run.states);
+  if (!want)
+    return fail("the float64 oracle failed: " + toString(want.takeError()));
+  bool ok = true;
+  size_t oi = 0, si = 0;
+  for (auto [r, t] : llvm::enumerate(sig->results)) {
+    HostTensor &got = t.role == RECUR_ROLE_OUTPUT ? outputs[oi++] : finals[si++];
+    double err = maxRelErr(got.values, (*want)[r]);
+    outs() << (t.role == RECUR_ROLE_OUTPUT ? "output " : "final state ")
+           << t.name << " " << shapeText(got) << "\n";
+    outs() << "max_rel_err: " << format("%.3g", err) << "\n";
+    if (!(err <= tol)) {
+      ok = false;
+      WithColor::error(errs(), "recur-run")
+          << t.name << ": max_rel_err " << format("%.3g", err)
+          << " exceeds the tolerance " << format("%.3g", tol) << "\n";
+    }
+  }
+  std::sort(times.begin(), times.end());
+  outs() << "time_ms: " << format("%.3f", times[times.size() / 2]) << "\n";
+
+  if (stream) {
+    double worst = 0.0;
+    if (sig->timeDim >= 0) {
+      int64_t total = run.dimSizes[sig->timeDim], step = sig->stepLength;
+      // Pieces: every step, then random multiples of the step.
+      std::vector<std::vector<int64_t>> plans(2);
+      for (int64_t t = 0; t < total; t += step)
+        plans[0].push_back(step);
+      for (int64_t left = total; left > 0;) {
+        int64_t n = std::uniform_int_distribution<int64_t>(
+            1, std::max<int64_t>(1, left / step / 2 + 1))(run.rng);
+        n = std::min(n * step, left);
+        plans[1].push_back(n);
+        left -= n;
+      }
+      for (auto [p, plan] : llvm::enumerate(plans)) {
+        recur_state *state = run.newState(run.states);
+        if (!state)
+          return runtimeFail("recur_state_create");
+        std::vector<HostTensor> pieceOuts = run.makeOutputs();
+        int64_t at = 0;
+        for (int64_t len : plan) {
+          std::vector<HostTensor> zeros;
+          zeros.reserve(run.inputs.size());
+          std::vector<recur_tensor> pin =
+              slices(run, run.inputs, at, len, zeros);
+          std::vector<HostTensor> none;
+          std::vector<recur_tensor> pout =
+              slices(run, pieceOuts, at, len, none);
+          if (run.call(p == 0, pin, state, pout) != RECUR_OK) {
+            recur_state_destroy(state);
+            return runtimeFail(p == 0 ? "recur_step" : "recur_forward");
+          }
+          at += len;
+        }
+        std::vector<HostTensor> pieceFinals = run.stateValues(state);
+        recur_state_destroy(state);
+        worst = std::max(worst,
+                         compare(pieceOuts, pieceFinals, outputs, finals));
+      }
+    } else {
+      // Segments one after another against the oracle, chained.
+      recur_state *state = run.newState(run.states);
+      if (!state)
+        return runtimeFail("recur_state_create");
+      std::vector<HostTensor> from = run.states;
+      for (int segment = 0; segment < 3; ++segment) {
+        std::vector<HostTensor> segIn;
+        run.makeInputs(segIn, inputScale);
+        std::vector<HostTensor> segOut = run.makeOutputs();
+        std::vector<recur_tensor> sin = run.views(segIn),
+                                  sout = run.views(segOut);
+        if (run.call(true, sin, state, sout) != RECUR_OK) {
+          recur_state_destroy(state);
+          return runtimeFail("recur_step");
+        }
+        auto segWant = run.oracle(segIn, from);
+        if (!segWant)
+          return fail("the float64 oracle failed: " +
+                      toString(segWant.takeError()));
+        size_t o = 0, s = 0;
+        std::vector<HostTensor> next;
+        for (auto [r, t] : llvm::enumerate(sig->results)) {
+          if (t.role == RECUR_ROLE_OUTPUT) {
+            readBack(segOut[o]);
+            worst = std::max(worst,
+                             maxRelErr(segOut[o++].values, (*segWant)[r]));
+          } else {
+            // The oracle carries its own state on.
+            HostTensor h = makeTensor(*run.states[s].sig, run.states[s].shape);
+            h.values = (*segWant)[r];
+            next.push_back(std::move(h));
+            ++s;
+          }
+        }
+        std::vector<HostTensor> got = run.stateValues(state);
+        for (size_t i = 0; i < got.size(); ++i)
+          worst = std::max(worst, maxRelErr(got[i].values, next[i].values));
+        from = std::move(next);
+      }
+      recur_state_destroy(state);
+    }
+    outs() << "stream_max_rel_err: " << format("%.3g", worst) << "\n";
+    if (!(worst <= tol)) {
+      ok = false;
+      WithColor::error(errs(), "recur-run")
+          << "stream_max_rel_err " << format("%.3g", worst)
+          << " exceeds the tolerance " << format("%.3g", tol) << "\n";
+    }
+  }
+  return ok ? EXIT_SUCCESS : EXIT_FAILURE;
+}
