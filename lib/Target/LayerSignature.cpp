@@ -108,7 +108,7 @@ FailureOr<TensorSignature> readTensor(func::FuncOp func, Type type,
   return sig;
 }
 
-/// The init rule of a state: zeros, ones, const(v), a param's name, or a
+/// The init rule of a state: zeros, ones, const(v), param(name), or a
 /// random rule the runtime cannot reproduce.
 void readInit(TensorSignature &state,
               const std::vector<TensorSignature> &params) {
@@ -120,13 +120,15 @@ void readInit(TensorSignature &state,
   } else if (init.consume_front("const(") && init.consume_back(")") &&
              !init.getAsDouble(state.initValue)) {
     state.init = RECUR_INIT_CONST;
-  } else {
+  } else if (init.consume_front("param(") && init.consume_back(")")) {
     state.init = RECUR_INIT_OTHER;
     for (const TensorSignature &param : params)
-      if (param.name == state.initSpelling) {
+      if (param.name == init) {
         state.init = RECUR_INIT_PARAM;
         state.initParam = param.index;
       }
+  } else {
+    state.init = RECUR_INIT_OTHER;
   }
 }
 

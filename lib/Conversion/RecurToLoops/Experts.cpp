@@ -171,16 +171,16 @@ struct MoEToLoops : OpRewritePattern<MoEOp> {
     Value width = xSizes.back();
     Value k = dimSize(rewriter, loc, op.getIndices(), xType.getRank() - 1);
     Value hiddenLen = dimSize(rewriter, loc, op.getWIn(), 2);
-    // One hidden activation row, reused by every token and expert.
+    // One hidden activation row per token, reused by its experts (made in
+    // the token's iteration, so tokens share nothing and run in parallel).
     auto hiddenType = RankedTensorType::get({wInType.getDimSize(2)}, elem);
-    Value hiddenInit = emptyLike(rewriter, loc, hiddenType, {hiddenLen});
     Value yInit = emptyLike(rewriter, loc, xType, xSizes);
 
     // y = sum_j gates[j] act(x W_in[e_j]) W_out[e_j] for one token, added
     // into its (zeroed) row of y.
-    auto addExperts = [&](OpBuilder &b, Location l, ValueRange tok, Value y,
-                          Value hidden) {
+    auto addExperts = [&](OpBuilder &b, Location l, ValueRange tok, Value y) {
       Value zero = indexConst(b, l, 0);
+      Value hidden = emptyLike(b, l, hiddenType, {hiddenLen});
       return buildLoop(
           b, l, zero, k, ValueRange{y, hidden},
           [&](OpBuilder &jb, Location jl, ValueRange j, ValueRange iter) {
@@ -221,28 +221,27 @@ struct MoEToLoops : OpRewritePattern<MoEOp> {
                       .getResult();
                 });
             return SmallVector<Value>{row, hid};
-          });
+          })[0];
     };
 
     SmallVector<Value> results = buildNest(
-        rewriter, loc, tokenSizes, ValueRange{yInit, hiddenInit},
+        rewriter, loc, tokenSizes, ValueRange{yInit},
         [&](OpBuilder &b, Location l, ValueRange tok, ValueRange args) {
           Value zeroF = zeroOf(b, l, elem);
           Value y =
               fillRow(b, l, args[0], tok, width,
                       [&](OpBuilder &, Location, Value) { return zeroF; });
           if (!op.getActive())
-            return addExperts(b, l, tok, y, args[1]);
+            return SmallVector<Value>{addExperts(b, l, tok, y)};
           // An inactive token goes to no expert and keeps its zero row.
           Value active = extractAt(b, l, op.getActive(), tok);
           auto ifOp = scf::IfOp::create(
               b, l, active,
               [&](OpBuilder &tb, Location tl) {
-                scf::YieldOp::create(tb, tl,
-                                     addExperts(tb, tl, tok, y, args[1]));
+                scf::YieldOp::create(tb, tl, addExperts(tb, tl, tok, y));
               },
               [&](OpBuilder &eb, Location el) {
-                scf::YieldOp::create(eb, el, ValueRange{y, args[1]});
+                scf::YieldOp::create(eb, el, y);
               });
           return SmallVector<Value>(ifOp.getResults());
         });

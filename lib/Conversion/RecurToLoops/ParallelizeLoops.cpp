@@ -17,6 +17,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::recur {
@@ -46,16 +47,113 @@ Value inPlaceSource(Value value) {
   return value;
 }
 
+/// Whether `value` is computed from the induction variable of `loop`.
+bool dependsOnIv(Value value, scf::ForOp loop) {
+  if (value == loop.getInductionVar())
+    return true;
+  Operation *def = value.getDefiningOp();
+  if (!def || !loop->isProperAncestor(def))
+    return false;
+  return llvm::any_of(def->getOperands(),
+                      [&](Value v) { return dependsOnIv(v, loop); });
+}
+
+/// Whether every write into `buffer` (directly, through views, or through
+/// the iteration arguments of loops nested in `loop`) lands at a position
+/// computed from `loop`'s induction variable, so that two iterations never
+/// write the same element. `indexed` says that `buffer` is already a view
+/// placed by the induction variable. A buffer one iteration writes at fixed
+/// positions (a scratch row shared by all of them) fails.
+bool writesOwnElements(Value buffer, scf::ForOp loop, bool indexed) {
+  for (OpOperand &use : buffer.getUses()) {
+    Operation *user = use.getOwner();
+    if (auto store = dyn_cast<memref::StoreOp>(user)) {
+      if (store.getMemRef() == buffer && !indexed &&
+          llvm::none_of(store.getIndices(),
+                        [&](Value i) { return dependsOnIv(i, loop); }))
+        return false;
+      continue;
+    }
+    if (isa<memref::SubViewOp, memref::CastOp, memref::ReinterpretCastOp,
+            memref::ExpandShapeOp, memref::CollapseShapeOp>(user)) {
+      bool placed =
+          indexed || llvm::any_of(user->getOperands(), [&](Value v) {
+            return v != buffer && dependsOnIv(v, loop);
+          });
+      if (!writesOwnElements(user->getResult(0), loop, placed))
+        return false;
+      continue;
+    }
+    if (auto inner = dyn_cast<scf::ForOp>(user)) {
+      unsigned i = use.getOperandNumber() - inner.getNumControlOperands();
+      if (!writesOwnElements(inner.getRegionIterArgs()[i], loop, indexed) ||
+          !writesOwnElements(inner.getResult(i), loop, indexed))
+        return false;
+      continue;
+    }
+    if (isa<scf::YieldOp>(user))
+      continue;
+    if (!indexed && hasEffect<MemoryEffects::Write>(user, buffer))
+      return false;
+    // Regions of other ops (scf.if, nested parallel loops) write through
+    // the values they capture: look inside.
+    for (Region &region : user->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          if (arg.getType() == buffer.getType() &&
+              !writesOwnElements(arg, loop, indexed))
+            return false;
+  }
+  return true;
+}
+
+/// Whether every write in `loop` to a buffer that exists before the loop
+/// (captured, not an iteration argument, which writesOwnElements follows)
+/// lands at a position placed by the induction variable.
+bool capturedWritesOwnElements(scf::ForOp loop) {
+  WalkResult result = loop.getBody()->walk([&](Operation *op) {
+    for (Value operand : op->getOperands()) {
+      if (!isa<MemRefType>(operand.getType()) ||
+          !hasEffect<MemoryEffects::Write>(op, operand))
+        continue;
+      bool placed = false;
+      if (auto store = dyn_cast<memref::StoreOp>(op))
+        placed = llvm::any_of(store.getIndices(),
+                              [&](Value i) { return dependsOnIv(i, loop); });
+      // Back through views to the buffer itself.
+      Value base = operand;
+      while (Operation *def = base.getDefiningOp()) {
+        if (!isa<memref::SubViewOp, memref::CastOp, memref::ReinterpretCastOp,
+                 memref::ExpandShapeOp, memref::CollapseShapeOp>(def))
+          break;
+        placed |= llvm::any_of(def->getOperands().drop_front(),
+                               [&](Value v) { return dependsOnIv(v, loop); });
+        base = def->getOperand(0);
+      }
+      Region *home = base.getParentRegion();
+      bool captured = !loop->isAncestor(home->getParentOp()) ||
+                      home->getParentOp() == loop.getOperation();
+      if (captured && !placed &&
+          !llvm::is_contained(loop.getRegionIterArgs(), base))
+        return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return !result.wasInterrupted();
+}
+
 /// Whether every iteration argument of `loop` is a memref that each
-/// iteration yields back unchanged: the iterations then write in place into
-/// the buffers the loop was given.
+/// iteration yields back unchanged and writes only at positions placed by
+/// the induction variable: the iterations then write disjoint parts of the
+/// buffers the loop was given, in place.
 bool writesInPlace(scf::ForOp loop) {
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
   for (auto [arg, yielded] :
        llvm::zip_equal(loop.getRegionIterArgs(), yield.getOperands()))
-    if (!isa<MemRefType>(arg.getType()) || inPlaceSource(yielded) != arg)
+    if (!isa<MemRefType>(arg.getType()) || inPlaceSource(yielded) != arg ||
+        !writesOwnElements(arg, loop, /*indexed=*/false))
       return false;
-  return true;
+  return capturedWritesOwnElements(loop);
 }
 
 /// Replaces a tagged, in-place `loop` by an scf.parallel with the same body;
