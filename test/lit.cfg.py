@@ -68,6 +68,7 @@ config.substitutions.append(
 tools = [
     ToolSubst("recur-opt", unresolved="fatal"),
     ToolSubst("recurc", unresolved="fatal"),
+    ToolSubst("recur-run", unresolved="fatal"),
     ToolSubst("mlir-runner", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(
