@@ -32,7 +32,8 @@ build: deps $(BUILD_DIR)/build.ninja
 test: build
 	ninja -C $(BUILD_DIR) check-recur
 
-# Compiles and runs the built-in example and explains what it printed.
+# Compiles GateLoop and a Block-Recurrent layer for the CPU, runs them
+# against the float64 oracle and explains what the numbers mean.
 demo: build
 	@bash scripts/demo.sh $(BUILD_DIR)
 
