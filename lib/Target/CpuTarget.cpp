@@ -17,6 +17,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -121,6 +122,15 @@ mlir::recur::lowerToLLVMIR(ModuleOp module, llvm::LLVMContext &context) {
              failure();
     addPackedEntry(*llvmModule, *impl, layer);
   }
+  // The kernel entries are the object's only exports: helpers the lowering
+  // adds (dealloc_helper, outlined OpenMP bodies) and constant globals stay
+  // private, so any number of layer objects link into one program.
+  StringSet<> entries;
+  for (const std::string &layer : layers)
+    entries.insert(kernelSymbol(layer));
+  for (llvm::GlobalValue &value : llvmModule->global_values())
+    if (!value.isDeclaration() && !entries.contains(value.getName()))
+      value.setLinkage(llvm::GlobalValue::InternalLinkage);
   return llvmModule;
 }
 
