@@ -524,15 +524,9 @@ int main(int argc, char **argv) {
   recur::frontend::CompileOptions options;
   options.layer = layerName;
   options.promoteToF64 = promoteF64;
-  for (const std::string &d : defines) {
-    StringRef text(d);
-    auto [name, value] = text.split('=');
-    int64_t v = 0;
-    if (name.empty() || !text.contains('=') || value.getAsInteger(10, v))
-      return fail("-D expects NAME=VALUE with an integer VALUE, got '" + d +
-                  "'");
-    options.defines[name.str()] = v;
-  }
+  for (const std::string &d : defines)
+    if (std::optional<std::string> error = recur::frontend::addDefine(options, d))
+      return fail(*error);
   std::map<std::string, int64_t> sizeOverrides;
   for (const std::string &d : sizes) {
     StringRef text(d);
@@ -545,25 +539,14 @@ int main(int argc, char **argv) {
   }
 
   // Front end.
-  std::string errorMessage;
-  std::unique_ptr<MemoryBuffer> buffer =
-      mlir::openInputFile(inputFile, &errorMessage);
-  if (!buffer)
-    return fail(errorMessage);
-  SourceMgr sourceMgr;
-  StringRef bufferText = buffer->getBuffer();
-  sourceMgr.AddNewSourceBuffer(std::move(buffer), SMLoc());
-  recur::frontend::DiagnosticEngine diags(sourceMgr);
-  recur::frontend::Parser parser(bufferText, diags);
-  recur::frontend::Module ast = parser.parseModule();
   mlir::DialectRegistry registry;
   mlir::recur::registerCpuTranslations(registry);
   mlir::MLIRContext context(registry);
-  mlir::OwningOpRef<mlir::ModuleOp> ir;
-  if (!diags.hadError())
-    ir = emitModule(ast, context, options, diags, inputFile);
-  if (diags.hadError() || !ir)
-    return EXIT_FAILURE;
+  std::string ioError;
+  mlir::OwningOpRef<mlir::ModuleOp> ir =
+      recur::frontend::compileSpecFile(inputFile, context, options, ioError);
+  if (!ir)
+    return ioError.empty() ? EXIT_FAILURE : fail(ioError);
   auto funcs = ir->getOps<mlir::func::FuncOp>();
   std::vector<mlir::func::FuncOp> layers(funcs.begin(), funcs.end());
   if (layers.size() != 1) {

@@ -250,43 +250,18 @@ int main(int argc, char **argv) {
   CompileOptions options;
   options.layer = layerName;
   options.promoteToF64 = promoteF64;
-  for (const std::string &d : defines) {
-    StringRef text(d);
-    auto [name, value] = text.split('=');
-    int64_t v = 0;
-    if (name.empty() || !text.contains('=') || value.getAsInteger(10, v))
-      return fail("-D expects NAME=VALUE with an integer VALUE, got '" + d +
-                  "'");
-    options.defines[name.str()] = v;
-  }
-
-  std::string errorMessage;
-  std::unique_ptr<MemoryBuffer> buffer =
-      mlir::openInputFile(inputFile, &errorMessage);
-  if (!buffer)
-    return fail(errorMessage);
-
-  SourceMgr sourceMgr;
-  StringRef bufferText = buffer->getBuffer();
-  sourceMgr.AddNewSourceBuffer(std::move(buffer), SMLoc());
-  DiagnosticEngine diags(sourceMgr);
-
-  Parser parser(bufferText, diags);
-  recur::frontend::Module module = parser.parseModule();
+  for (const std::string &d : defines)
+    if (std::optional<std::string> error = addDefine(options, d))
+      return fail(*error);
 
   mlir::DialectRegistry registry;
   mlir::recur::registerCpuTranslations(registry);
   mlir::MLIRContext context(registry);
-  mlir::OwningOpRef<mlir::ModuleOp> ir;
-  if (!diags.hadError())
-    ir = emitModule(module, context, options, diags,
-                    inputFile == "-" ? std::string("<stdin>")
-                                     : std::string(inputFile));
-  if (diags.hadError() || !ir) {
-    if (diags.getNumErrors() > 1)
-      errs() << diags.getNumErrors() << " errors generated.\n";
-    return EXIT_FAILURE;
-  }
+  std::string ioError;
+  mlir::OwningOpRef<mlir::ModuleOp> ir =
+      compileSpecFile(inputFile, context, options, ioError);
+  if (!ir)
+    return ioError.empty() ? EXIT_FAILURE : fail(ioError);
 
   if (emit == Emit::MLIR || (emit == Emit::Default && target == Backend::None))
     return writeFile(outputFile, [&](raw_ostream &os) {

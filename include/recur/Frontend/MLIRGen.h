@@ -14,6 +14,7 @@
 #include "mlir/IR/OwningOpRef.h"
 
 #include <map>
+#include <optional>
 #include <string>
 
 namespace mlir {
@@ -46,6 +47,19 @@ mlir::OwningOpRef<mlir::ModuleOp> emitModule(const Module &module,
 
 /// Registers the dialects the emitted IR uses.
 void loadFrontendDialects(mlir::MLIRContext &context);
+
+/// Adds `-D NAME=VALUE` (`text` is NAME=VALUE) to `options`; returns the
+/// error message when it is malformed.
+std::optional<std::string> addDefine(CompileOptions &options,
+                                     llvm::StringRef text);
+
+/// Reads the spec at `path` ("-": standard input), parses and compiles it.
+/// Spec errors are reported to stderr (file:line:col: error: with the line
+/// and a caret, then "N errors generated."); a file that cannot be read
+/// sets `ioError`. Returns null on any error.
+mlir::OwningOpRef<mlir::ModuleOp>
+compileSpecFile(llvm::StringRef path, mlir::MLIRContext &context,
+                const CompileOptions &options, std::string &ioError);
 
 } // namespace recur::frontend
 
