@@ -1,4 +1,5 @@
-//===- Driver.cpp - a spec file to recur IR, for the tools ------------------===//
+//===- Driver.cpp - a spec file to recur IR, for the tools
+//------------------===//
 //
 // Part of the Recur project.
 //

@@ -43,23 +43,24 @@ struct Call {
       return v;
     if (v.type.kind == SpecType::Kind::Tensor &&
         (v.type.dtype == DType::Bool) != mask) {
-      gen.error(e.getRange(),
-                "'" + call.callee + "' expects " +
-                    (mask ? "a bool mask" : "a numeric tensor") + " for " +
-                    what + ", got " + v.type.str());
+      gen.error(e.getRange(), "'" + call.callee + "' expects " +
+                                  (mask ? "a bool mask" : "a numeric tensor") +
+                                  " for " + what + ", got " + v.type.str());
       return TV();
     }
     if (v.type.kind != SpecType::Kind::Tensor || v.literal || v.scalar) {
-      gen.error(e.getRange(), "'" + call.callee + "' expects a tensor for " +
-                                  what + ", got " +
-                                  (v.literal ? std::string("a number")
-                                             : v.type.str()));
+      gen.error(e.getRange(),
+                "'" + call.callee + "' expects a tensor for " + what +
+                    ", got " +
+                    (v.literal ? std::string("a number") : v.type.str()));
       return TV();
     }
     return v;
   }
   TV arg(size_t i, llvm::StringRef what) { return tensor(*call.args[i], what); }
-  TV kwTensor(llvm::StringRef name) { return tensor(*kw(name), "'" + name.str() + "'"); }
+  TV kwTensor(llvm::StringRef name) {
+    return tensor(*kw(name), "'" + name.str() + "'");
+  }
 
   /// A tuple of tensors, written `(a, b)` or as a single tensor.
   std::optional<std::vector<TV>> tensors(const Expr &e, llvm::StringRef what) {
@@ -205,13 +206,13 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
     SmallVector<NamedAttribute> attrs{named("axis", i64(*axis))};
     if (*reverse)
       attrs.push_back(named("reverse", builder.getUnitAttr()));
-    auto results = build(*this, mlir::recur::LinearScanOp::getOperationName(), at,
-                         name, operands,
-                         {mlirType(b.type), mlirType(stateType)}, attrs);
+    auto results =
+        build(*this, mlir::recur::LinearScanOp::getOperationName(), at, name,
+              operands, {mlirType(b.type), mlirType(stateType)}, attrs);
     if (!results)
       return TV();
-    return TV::tuple({tensorTV(b.type, (*results)[0]),
-                      tensorTV(stateType, (*results)[1])});
+    return TV::tuple(
+        {tensorTV(b.type, (*results)[0]), tensorTV(stateType, (*results)[1])});
   }
 
   //===--------------------------------------------------------------------===//
@@ -301,8 +302,8 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
       if (!results)
         return TV();
       if (results->size() != n) {
-        error(body->range, what + " must return " + llvm::Twine(n) +
-                               " value" + (n == 1 ? "" : "s") +
+        error(body->range, what + " must return " + llvm::Twine(n) + " value" +
+                               (n == 1 ? "" : "s") +
                                " (one per input), returns " +
                                llvm::Twine(results->size()));
         return TV();
@@ -313,8 +314,9 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
         if (r.literal)
           r.value = scalarConstant(*r.literal, inputs[k].type.dtype);
         if (!r.scalar && !r.literal) {
-          error(body->range, what + " must return scalars (it works on "
-                                    "elements), returns " +
+          error(body->range, what +
+                                 " must return scalars (it works on "
+                                 "elements), returns " +
                                  r.type.str());
           return TV();
         }
@@ -368,16 +370,15 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
       return TV();
     }
     if (!a.type.sameShape(k.type)) {
-      error(c.range(3), "'gla': the decay must have k's shape " +
-                            k.type.str() + ", got " + a.type.str());
+      error(c.range(3), "'gla': the decay must have k's shape " + k.type.str() +
+                            ", got " + a.type.str());
       return TV();
     }
     std::vector<Dim> vlead(v.type.shape.begin(), v.type.shape.end() - 1);
     std::vector<Dim> klead(k.type.shape.begin(), k.type.shape.end() - 1);
     if (vlead != klead) {
-      error(c.range(2), "'gla': v " + v.type.str() +
-                            " must match k " + k.type.str() +
-                            " in all but the last dimension");
+      error(c.range(2), "'gla': v " + v.type.str() + " must match k " +
+                            k.type.str() + " in all but the last dimension");
       return TV();
     }
     std::vector<Dim> sshape(q.type.shape.begin(), q.type.shape.end() - 2);
@@ -411,13 +412,13 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
         return TV();
       attrs.push_back(named("chunk_size", i64(*chunk)));
     }
-    auto results =
-        build(*this, mlir::recur::GatedLinearAttentionOp::getOperationName(), at,
-              name, operands, {mlirType(v.type), mlirType(stateType)}, attrs);
+    auto results = build(
+        *this, mlir::recur::GatedLinearAttentionOp::getOperationName(), at,
+        name, operands, {mlirType(v.type), mlirType(stateType)}, attrs);
     if (!results)
       return TV();
-    return TV::tuple({tensorTV(v.type, (*results)[0]),
-                      tensorTV(stateType, (*results)[1])});
+    return TV::tuple(
+        {tensorTV(v.type, (*results)[0]), tensorTV(stateType, (*results)[1])});
   }
 
   //===--------------------------------------------------------------------===//
@@ -458,9 +459,10 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
       }
       operands.push_back(g.value);
     }
-    mlir::recur::GateKind kind = lstm                   ? mlir::recur::GateKind::Lstm
-                           : name == "gate_fixed" ? mlir::recur::GateKind::Fixed
-                                                  : mlir::recur::GateKind::Update;
+    mlir::recur::GateKind kind = lstm ? mlir::recur::GateKind::Lstm
+                                 : name == "gate_fixed"
+                                     ? mlir::recur::GateKind::Fixed
+                                     : mlir::recur::GateKind::Update;
     SmallVector<NamedAttribute> attrs{
         named("kind", mlir::recur::GateKindAttr::get(ctx, kind))};
     for (llvm::StringRef bias : {"input_bias", "forget_bias"})
@@ -470,8 +472,8 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
           return TV();
         attrs.push_back(named(bias, builder.getF64FloatAttr(*v)));
       }
-    auto results = build(*this, mlir::recur::GateOp::getOperationName(), at, name,
-                         operands, {mlirType(state.type)}, attrs);
+    auto results = build(*this, mlir::recur::GateOp::getOperationName(), at,
+                         name, operands, {mlirType(state.type)}, attrs);
     if (!results)
       return TV();
     return tensorTV(state.type, (*results)[0]);
@@ -484,8 +486,8 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
     TV x = c.arg(0, "its argument");
     if (!x.ok())
       return x;
-    auto results = build(*this, mlir::recur::StopGradientOp::getOperationName(), at,
-                         name, {x.value}, {mlirType(x.type)}, {});
+    auto results = build(*this, mlir::recur::StopGradientOp::getOperationName(),
+                         at, name, {x.value}, {mlirType(x.type)}, {});
     return results ? tensorTV(x.type, (*results)[0]) : TV();
   }
 
@@ -504,8 +506,8 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
     std::optional<int64_t> axis = resolveAxis(*c.kw("axis"), h.type);
     if (!keep || !axis)
       return TV();
-    bool same = mem.type.rank() == h.type.rank() &&
-                mem.type.dtype == h.type.dtype;
+    bool same =
+        mem.type.rank() == h.type.rank() && mem.type.dtype == h.type.dtype;
     for (int64_t i = 0; same && i < h.type.rank(); ++i)
       same = i == *axis || mem.type.shape[i] == h.type.shape[i];
     if (!same) {
@@ -517,10 +519,10 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
     std::vector<Dim> shape = mem.type.shape;
     shape[*axis] = Dim::constant(*keep);
     SpecType out = SpecType::tensor(mem.type.dtype, shape);
-    auto results = build(*this, mlir::recur::MemoryUpdateOp::getOperationName(), at,
-                         name, {mem.value, h.value}, {mlirType(out)},
-                         {named("axis", i64(*axis)),
-                          named("size", i64(*keep))});
+    auto results =
+        build(*this, mlir::recur::MemoryUpdateOp::getOperationName(), at, name,
+              {mem.value, h.value}, {mlirType(out)},
+              {named("axis", i64(*axis)), named("size", i64(*keep))});
     return results ? tensorTV(out, (*results)[0]) : TV();
   }
 
@@ -530,17 +532,19 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
     bool window = name == "window_attention", rel = name == "rel_attention";
     size_t positional = rel ? 6 : 3;
     std::initializer_list<llvm::StringRef> windowKw = {
-        "window", "block", "include_self", "scale", "t5", "alibi",
-        "num_buckets", "max_distance", "cache"};
-    std::initializer_list<llvm::StringRef> denseKw = {
-        "mask", "memory_slots", "key_padding", "scale"};
+        "window", "block",       "include_self", "scale", "t5",
+        "alibi",  "num_buckets", "max_distance", "cache"};
+    std::initializer_list<llvm::StringRef> denseKw = {"mask", "memory_slots",
+                                                      "key_padding", "scale"};
     std::initializer_list<llvm::StringRef> relKw = {"scale"};
     if (!c.check(positional, positional,
-                 window ? windowKw : rel ? relKw : denseKw))
+                 window ? windowKw
+                 : rel  ? relKw
+                        : denseKw))
       return TV();
     std::vector<TV> xs;
-    static const char *const names[] = {"'q'", "'k'", "'v'", "'r'", "'u'",
-                                        "'pos_bias'"};
+    static const char *const names[] = {"'q'", "'k'", "'v'",
+                                        "'r'", "'u'", "'pos_bias'"};
     for (size_t i = 0; i < positional; ++i) {
       xs.push_back(c.arg(i, names[i]));
       if (!xs.back().ok())
@@ -572,7 +576,8 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
     }
     if (window && q.type.shape[r - 2] != k.type.shape[r - 2]) {
       error(c.range(1), "'window_attention': k covers the same positions as "
-                        "q (" + q.type.shape[r - 2].str() +
+                        "q (" +
+                            q.type.shape[r - 2].str() +
                             "); earlier keys go in 'cache='");
       return TV();
     }
@@ -623,11 +628,11 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
             return TV();
           operands.push_back(bias.value);
           numBias = 1;
-          attrs.push_back(named(
-              "bias_kind",
-              mlir::recur::BiasKindAttr::get(ctx, kind == "t5"
-                                                ? mlir::recur::BiasKind::T5
-                                                : mlir::recur::BiasKind::Alibi)));
+          attrs.push_back(
+              named("bias_kind",
+                    mlir::recur::BiasKindAttr::get(
+                        ctx, kind == "t5" ? mlir::recur::BiasKind::T5
+                                          : mlir::recur::BiasKind::Alibi)));
         }
       for (llvm::StringRef key : {"num_buckets", "max_distance"})
         if (const Expr *e = c.kw(key)) {
@@ -648,10 +653,10 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
           operands.push_back(x.value);
         numCache = 2;
       }
-      attrs.push_back(named("operandSegmentSizes",
-                            builder.getDenseI32ArrayAttr(
-                                {1, 1, 1, numBias, numCache / 2,
-                                 numCache / 2})));
+      attrs.push_back(
+          named("operandSegmentSizes",
+                builder.getDenseI32ArrayAttr(
+                    {1, 1, 1, numBias, numCache / 2, numCache / 2})));
     } else if (rel) {
       opName = mlir::recur::RelAttentionOp::getOperationName();
     } else {
@@ -665,7 +670,8 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
                                "\"memory\"");
           return TV();
         }
-        attrs.push_back(named("mask", mlir::recur::MaskKindAttr::get(ctx, *mask)));
+        attrs.push_back(
+            named("mask", mlir::recur::MaskKindAttr::get(ctx, *mask)));
       }
       if (const Expr *e = c.kw("memory_slots")) {
         std::optional<int64_t> slots = constInt(*e, "'memory_slots'");
@@ -679,11 +685,10 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
           return TV();
         std::vector<Dim> expected(k.type.shape.begin(), k.type.shape.end() - 1);
         if (pad.type.shape != expected) {
-          error(e->getRange(), "'attention': key_padding must be " +
-                                   SpecType::tensor(DType::Bool, expected)
-                                       .str() +
-                                   " (true hides a key), got " +
-                                   pad.type.str());
+          error(e->getRange(),
+                "'attention': key_padding must be " +
+                    SpecType::tensor(DType::Bool, expected).str() +
+                    " (true hides a key), got " + pad.type.str());
           return TV();
         }
         operands.push_back(pad.value);
@@ -713,11 +718,11 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
       return TV();
     }
     SpecType gates = replaceLast(probs.type, Dim::constant(*k));
-    RankedTensorType idxType = RankedTensorType::get(
-        mlirType(gates).getShape(), builder.getI32Type());
-    auto results = build(*this, mlir::recur::RouteTopKOp::getOperationName(), at,
-                         name, {probs.value}, {mlirType(gates), idxType},
-                         {named("k", i64(*k))});
+    RankedTensorType idxType =
+        RankedTensorType::get(mlirType(gates).getShape(), builder.getI32Type());
+    auto results =
+        build(*this, mlir::recur::RouteTopKOp::getOperationName(), at, name,
+              {probs.value}, {mlirType(gates), idxType}, {named("k", i64(*k))});
     if (!results)
       return TV();
     // Indices are i32 in the IR; the language sees them as an opaque
@@ -776,8 +781,8 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
       attrs.push_back(
           named("activation", mlir::recur::ActivationAttr::get(ctx, *act)));
     }
-    auto results = build(*this, mlir::recur::MoEOp::getOperationName(), at, name,
-                         operands, {mlirType(xs[0].type)}, attrs);
+    auto results = build(*this, mlir::recur::MoEOp::getOperationName(), at,
+                         name, operands, {mlirType(xs[0].type)}, attrs);
     return results ? tensorTV(xs[0].type, (*results)[0]) : TV();
   }
 
@@ -808,11 +813,11 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
     SmallVector<Value> operands;
     for (const TV &x : xs)
       operands.push_back(x.value);
-    auto results = build(
-        *this, mlir::recur::HaltingOp::getOperationName(), at, name, operands,
-        {mlirType(xs[0].type), mlirType(xs[1].type), mlirType(xs[0].type),
-         mlirType(xs[1].type)},
-        attrs);
+    auto results = build(*this, mlir::recur::HaltingOp::getOperationName(), at,
+                         name, operands,
+                         {mlirType(xs[0].type), mlirType(xs[1].type),
+                          mlirType(xs[0].type), mlirType(xs[1].type)},
+                         attrs);
     if (!results)
       return TV();
     return TV::tuple({tensorTV(xs[0].type, (*results)[0]),
@@ -825,11 +830,9 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
   if (name == "blocks" || name == "depth") {
     bool blocks = name == "blocks";
     if (!c.check(blocks ? 1 : 0, blocks ? SIZE_MAX : 0,
-                 blocks ? std::initializer_list<llvm::StringRef>{"size",
-                                                                 "axis",
+                 blocks ? std::initializer_list<llvm::StringRef>{"size", "axis",
                                                                  "init"}
-                        : std::initializer_list<llvm::StringRef>{"max",
-                                                                 "init"},
+                        : std::initializer_list<llvm::StringRef>{"max", "init"},
                  /*body=*/true))
       return TV();
     std::vector<TV> inputs, inits;
@@ -894,8 +897,9 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
       Value index = block->addArgument(builder.getIndexType(), loc(at));
       OpBuilder::InsertionGuard guard(builder);
       builder.setInsertionPointToStart(block);
-      DType dtype = isComplex(inits[0].type.dtype) ? realPart(inits[0].type.dtype)
-                                                   : inits[0].type.dtype;
+      DType dtype = isComplex(inits[0].type.dtype)
+                        ? realPart(inits[0].type.dtype)
+                        : inits[0].type.dtype;
       mlir::Type ft = mlirElementType(dtype);
       Value i = arith::IndexCastOp::create(builder, loc(at),
                                            builder.getI64Type(), index);
@@ -927,8 +931,8 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
           genBody(*callExpr.body, params, at, what);
       if (!results)
         return TV();
-      if (results->size() < inits.size() || (!blocks && results->size() !=
-                                                            inits.size())) {
+      if (results->size() < inits.size() ||
+          (!blocks && results->size() != inits.size())) {
         error(callExpr.body->range,
               what + " returns " + llvm::Twine(results->size()) +
                   " values; it must return " +
@@ -955,14 +959,14 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
           if (r.type.rank() <= axis ||
               r.type.shape[axis] != Dim::constant(size)) {
             error(callExpr.body->range,
-                  what + " must return output blocks of " +
-                      llvm::Twine(size) + " along the blocked axis; got " +
-                      r.type.str());
+                  what + " must return output blocks of " + llvm::Twine(size) +
+                      " along the blocked axis; got " + r.type.str());
             return TV();
           }
           std::vector<Dim> shape = r.type.shape;
           shape[axis] = inputs[0].type.shape[axis];
-          outs.push_back(tensorTV(SpecType::tensor(r.type.dtype, shape), Value()));
+          outs.push_back(
+              tensorTV(SpecType::tensor(r.type.dtype, shape), Value()));
         }
         yields.push_back(r.value);
       }
@@ -989,8 +993,8 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
       opName = mlir::recur::DepthLoopOp::getOperationName();
       attrs = {named("max_depth", i64(size))};
     }
-    auto built =
-        build(*this, opName, at, name, operands, types, attrs, std::move(region));
+    auto built = build(*this, opName, at, name, operands, types, attrs,
+                       std::move(region));
     if (!built)
       return TV();
     for (size_t i = 0; i < outs.size(); ++i)

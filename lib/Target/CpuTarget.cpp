@@ -23,11 +23,11 @@
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
-#include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
 
 using namespace mlir;
 using namespace mlir::recur;
@@ -117,8 +117,8 @@ mlir::recur::lowerToLLVMIR(ModuleOp module, llvm::LLVMContext &context) {
   for (const std::string &layer : layers) {
     llvm::Function *impl = llvmModule->getFunction(layer);
     if (!impl)
-      return module.emitError() << "layer '" << layer
-                                << "' is missing after lowering",
+      return module.emitError()
+                 << "layer '" << layer << "' is missing after lowering",
              failure();
     addPackedEntry(*llvmModule, *impl, layer);
   }
@@ -140,7 +140,8 @@ mlir::recur::createCpuTargetMachine(const CpuTargetOptions &options) {
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return llvm::createStringError(error);
   std::string cpu = options.cpu, features;
@@ -188,9 +189,9 @@ void mlir::recur::optimizeModule(llvm::Module &module,
                                   : optLevel == 1 ? llvm::OptimizationLevel::O1
                                   : optLevel == 2 ? llvm::OptimizationLevel::O2
                                                   : llvm::OptimizationLevel::O3;
-  llvm::ModulePassManager mpm =
-      optLevel == 0 ? pb.buildO0DefaultPipeline(level)
-                    : pb.buildPerModuleDefaultPipeline(level);
+  llvm::ModulePassManager mpm = optLevel == 0
+                                    ? pb.buildO0DefaultPipeline(level)
+                                    : pb.buildPerModuleDefaultPipeline(level);
   mpm.run(module, mam);
 }
 

@@ -83,15 +83,16 @@ FailureOr<TensorSignature> readTensor(func::FuncOp func, Type type,
   sig.role = roleOf(role.getValue());
   std::optional<recur_dtype> dtype = dtypeOf(tensor.getElementType());
   if (!dtype)
-    return func.emitError() << what << " '" << sig.name
-                            << "' has element type " << tensor.getElementType()
-                            << ", which the runtime has no dtype for";
+    return func.emitError()
+           << what << " '" << sig.name << "' has element type "
+           << tensor.getElementType() << ", which the runtime has no dtype for";
   sig.dtype = *dtype;
   if (tensor.getRank() > RECUR_MAX_RANK)
-    return func.emitError() << what << " '" << sig.name << "' has rank "
-                            << tensor.getRank() << "; the runtime takes at most "
-                            << RECUR_MAX_RANK;
-  for (auto [d, dimName] : llvm::enumerate(dims.getAsValueRange<StringAttr>())) {
+    return func.emitError()
+           << what << " '" << sig.name << "' has rank " << tensor.getRank()
+           << "; the runtime takes at most " << RECUR_MAX_RANK;
+  for (auto [d, dimName] :
+       llvm::enumerate(dims.getAsValueRange<StringAttr>())) {
     sig.dimNames.push_back(dimName.str());
     if (!tensor.isDynamicDim(d)) {
       sig.shape.push_back(tensor.getDimSize(d));
@@ -167,20 +168,18 @@ FailureOr<LayerSignature> mlir::recur::getLayerSignature(func::FuncOp func) {
   int32_t counts[5] = {0, 0, 0, 0, 0};
   FunctionType type = func.getFunctionType();
   for (unsigned i = 0; i < type.getNumInputs(); ++i) {
-    FailureOr<TensorSignature> t =
-        readTensor(func, type.getInput(i), func.getArgAttrDict(i),
-                   "argument #" + std::to_string(i), runtimeDims,
-                   sig.runtimeDims);
+    FailureOr<TensorSignature> t = readTensor(
+        func, type.getInput(i), func.getArgAttrDict(i),
+        "argument #" + std::to_string(i), runtimeDims, sig.runtimeDims);
     if (failed(t))
       return failure();
     t->index = counts[t->role]++;
     sig.args.push_back(std::move(*t));
   }
   for (unsigned i = 0; i < type.getNumResults(); ++i) {
-    FailureOr<TensorSignature> t =
-        readTensor(func, type.getResult(i), func.getResultAttrDict(i),
-                   "result #" + std::to_string(i), runtimeDims,
-                   sig.runtimeDims);
+    FailureOr<TensorSignature> t = readTensor(
+        func, type.getResult(i), func.getResultAttrDict(i),
+        "result #" + std::to_string(i), runtimeDims, sig.runtimeDims);
     if (failed(t))
       return failure();
     if (t->role == RECUR_ROLE_NEXT_STATE) {
@@ -188,8 +187,8 @@ FailureOr<LayerSignature> mlir::recur::getLayerSignature(func::FuncOp func) {
         return a.role == RECUR_ROLE_STATE && a.name == t->name;
       });
       if (state == sig.args.end())
-        return func.emitError() << "next state '" << t->name
-                                << "' updates no state argument";
+        return func.emitError()
+               << "next state '" << t->name << "' updates no state argument";
       t->index = state->index;
     } else {
       t->index = counts[RECUR_ROLE_OUTPUT]++;
@@ -364,8 +363,7 @@ void emitStruct(raw_ostream &os, const LayerSignature &sig, StringRef kind,
   os << "/* The layer's " << kind << ", in declaration order. */\n";
   os << "typedef struct recur_" << sig.name << "_" << kind << " {\n";
   for (const TensorSignature *t : tensors)
-    os << "  recur_tensor " << t->name << "; /* " << typeComment(*t)
-       << " */\n";
+    os << "  recur_tensor " << t->name << "; /* " << typeComment(*t) << " */\n";
   if (tensors.empty())
     os << "  recur_tensor none_; /* the layer has none */\n";
   os << "} recur_" << sig.name << "_" << kind << ";\n\n";
@@ -417,9 +415,10 @@ std::string mlir::recur::emitLayerHeader(const LayerSignature &sig,
   if (sig.runtimeDims.empty())
     os << " none";
   os << "\n";
-  for (auto [role, title] :
-       {std::pair{RECUR_ROLE_INPUT, "Inputs"}, {RECUR_ROLE_PARAM, "Params"},
-        {RECUR_ROLE_STATE, "States"}, {RECUR_ROLE_OUTPUT, "Outputs"}}) {
+  for (auto [role, title] : {std::pair{RECUR_ROLE_INPUT, "Inputs"},
+                             {RECUR_ROLE_PARAM, "Params"},
+                             {RECUR_ROLE_STATE, "States"},
+                             {RECUR_ROLE_OUTPUT, "Outputs"}}) {
     os << " * " << title << ":";
     if (byRole[role].empty())
       os << " none";
@@ -432,8 +431,7 @@ std::string mlir::recur::emitLayerHeader(const LayerSignature &sig,
     }
   }
   if (sig.batchDim >= 0)
-    os << " * States are per row of " << sig.runtimeDims[sig.batchDim]
-       << ".\n";
+    os << " * States are per row of " << sig.runtimeDims[sig.batchDim] << ".\n";
   if (sig.timeDim >= 0)
     os << " * recur_" << L << "_step advances " << sig.stepLength << " position"
        << (sig.stepLength == 1 ? "" : "s") << " of "
@@ -443,7 +441,8 @@ std::string mlir::recur::emitLayerHeader(const LayerSignature &sig,
   os << "#include \"recur/Runtime/recur_rt.h\"\n\n";
   os << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
   os << "/* The kernel in " << L << ".o; call it through the functions "
-     << "below. */\nvoid " << kernelSymbol(L) << "(int64_t *in, int64_t *out);\n\n";
+     << "below. */\nvoid " << kernelSymbol(L)
+     << "(int64_t *in, int64_t *out);\n\n";
   emitStruct(os, sig, "inputs", byRole[RECUR_ROLE_INPUT]);
   emitStruct(os, sig, "params", byRole[RECUR_ROLE_PARAM]);
   emitStruct(os, sig, "outputs", byRole[RECUR_ROLE_OUTPUT]);
@@ -461,10 +460,10 @@ std::string mlir::recur::emitLayerHeader(const LayerSignature &sig,
      << llvm::formatv("{0:x}", sig.id) << "ull, " << sig.runtimeDims.size()
      << ", recur_" << L << "_runtime_dims_, " << sig.batchDim << ", "
      << sig.timeDim << ", " << sig.stepLength << ",\n    " << sig.numInputs
-     << ", " << sig.numParams << ", " << sig.numStates << ", "
-     << sig.numOutputs << ", " << sig.args.size() << ", recur_" << L
-     << "_args_, " << sig.results.size() << ", recur_" << L
-     << "_results_, " << kernelSymbol(L) << "};\n\n";
+     << ", " << sig.numParams << ", " << sig.numStates << ", " << sig.numOutputs
+     << ", " << sig.args.size() << ", recur_" << L << "_args_, "
+     << sig.results.size() << ", recur_" << L << "_results_, "
+     << kernelSymbol(L) << "};\n\n";
 
   std::string in = "const recur_" + L + "_inputs *inputs",
               params = "const recur_" + L + "_params *params",

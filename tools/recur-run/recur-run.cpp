@@ -167,9 +167,8 @@ void storeElement(recur_dtype dtype, unsigned char *p, int64_t i, Complex v) {
     reinterpret_cast<double *>(p)[i] = v.real();
     return;
   case RECUR_C64:
-    reinterpret_cast<std::complex<float> *>(p)[i] =
-        std::complex<float>(static_cast<float>(v.real()),
-                            static_cast<float>(v.imag()));
+    reinterpret_cast<std::complex<float> *>(p)[i] = std::complex<float>(
+        static_cast<float>(v.real()), static_cast<float>(v.imag()));
     return;
   case RECUR_C128:
     reinterpret_cast<Complex *>(p)[i] = v;
@@ -429,9 +428,10 @@ struct Run {
       if (t.role == RECUR_ROLE_OUTPUT) {
         std::vector<int64_t> shape;
         for (int64_t d : t.shape)
-          shape.push_back(d >= 0                                ? d
-                          : timeSize >= 0 && -1 - d == sig.timeDim ? timeSize
-                                                                 : dimSizes[-1 - d]);
+          shape.push_back(d >= 0 ? d
+                          : timeSize >= 0 && -1 - d == sig.timeDim
+                              ? timeSize
+                              : dimSizes[-1 - d]);
         out.push_back(makeTensor(t, shape));
       }
     return out;
@@ -460,8 +460,8 @@ struct Run {
   recur_status call(bool step, std::vector<recur_tensor> &in,
                     recur_state *state, std::vector<recur_tensor> &out) {
     std::vector<recur_tensor> p = views(params);
-    return (step ? recur_step : recur_forward)(desc, in.data(), p.data(),
-                                               state, out.data());
+    return (step ? recur_step : recur_forward)(desc, in.data(), p.data(), state,
+                                               out.data());
   }
 };
 
@@ -525,7 +525,8 @@ int main(int argc, char **argv) {
   options.layer = layerName;
   options.promoteToF64 = promoteF64;
   for (const std::string &d : defines)
-    if (std::optional<std::string> error = recur::frontend::addDefine(options, d))
+    if (std::optional<std::string> error =
+            recur::frontend::addDefine(options, d))
       return fail(*error);
   std::map<std::string, int64_t> sizeOverrides;
   for (const std::string &d : sizes) {
@@ -533,8 +534,8 @@ int main(int argc, char **argv) {
     auto [name, value] = text.split('=');
     int64_t v = 0;
     if (name.empty() || value.getAsInteger(10, v) || v < 1)
-      return fail("--size expects NAME=VALUE with a positive VALUE, got '" +
-                  d + "'");
+      return fail("--size expects NAME=VALUE with a positive VALUE, got '" + d +
+                  "'");
     sizeOverrides[name.str()] = v;
   }
 
@@ -588,8 +589,8 @@ int main(int argc, char **argv) {
   auto symbol = (*jit)->lookup(mlir::recur::kernelSymbol(sig->name));
   if (!symbol)
     return fail(toString(symbol.takeError()));
-  auto desc = mlir::recur::buildLayerDesc(
-      *sig, symbol->toPtr<recur_kernel_fn>());
+  auto desc =
+      mlir::recur::buildLayerDesc(*sig, symbol->toPtr<recur_kernel_fn>());
   if (threads > 0)
     recur_set_num_threads(threads);
 
@@ -668,7 +669,8 @@ int main(int argc, char **argv) {
   bool ok = true;
   size_t oi = 0, si = 0;
   for (auto [r, t] : llvm::enumerate(sig->results)) {
-    HostTensor &got = t.role == RECUR_ROLE_OUTPUT ? outputs[oi++] : finals[si++];
+    HostTensor &got =
+        t.role == RECUR_ROLE_OUTPUT ? outputs[oi++] : finals[si++];
     double err = maxRelErr(got.values, (*want)[r]);
     outs() << (t.role == RECUR_ROLE_OUTPUT ? "output " : "final state ")
            << t.name << " " << shapeText(got) << "\n";
@@ -725,8 +727,8 @@ int main(int argc, char **argv) {
         }
         std::vector<HostTensor> pieceFinals = run.stateValues(state);
         recur_state_destroy(state);
-        worst = std::max(worst,
-                         compare(pieceOuts, pieceFinals, outputs, finals));
+        worst =
+            std::max(worst, compare(pieceOuts, pieceFinals, outputs, finals));
       }
     } else {
       // Segments one after another against the oracle, chained.
@@ -753,8 +755,8 @@ int main(int argc, char **argv) {
         for (auto [r, t] : llvm::enumerate(sig->results)) {
           if (t.role == RECUR_ROLE_OUTPUT) {
             readBack(segOut[o]);
-            worst = std::max(worst,
-                             maxRelErr(segOut[o++].values, (*segWant)[r]));
+            worst =
+                std::max(worst, maxRelErr(segOut[o++].values, (*segWant)[r]));
           } else {
             // The oracle carries its own state on.
             HostTensor h = makeTensor(*run.states[s].sig, run.states[s].shape);

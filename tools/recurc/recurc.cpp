@@ -27,13 +27,13 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Target/TargetMachine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
+#include "llvm/Target/TargetMachine.h"
 
 #include <cstdlib>
 
@@ -70,13 +70,13 @@ cl::opt<Emit> emit(
     cl::cat(recurcCategory));
 
 enum class Backend { None, CPU };
-cl::opt<Backend> target(
-    "target", cl::desc("Compile for a backend"), cl::init(Backend::None),
-    cl::values(clEnumValN(Backend::CPU, "cpu",
-                          "x86-64 object code linked with librecur_rt; "
-                          "without --emit, -o names a directory that "
-                          "receives <layer>.o and <layer>.h")),
-    cl::cat(recurcCategory));
+cl::opt<Backend>
+    target("target", cl::desc("Compile for a backend"), cl::init(Backend::None),
+           cl::values(clEnumValN(Backend::CPU, "cpu",
+                                 "x86-64 object code linked with librecur_rt; "
+                                 "without --emit, -o names a directory that "
+                                 "receives <layer>.o and <layer>.h")),
+           cl::cat(recurcCategory));
 
 cl::opt<bool> promoteF64("f64",
                          cl::desc("Compile every float tensor as f64 and "
@@ -171,17 +171,16 @@ int compileForCpu(mlir::ModuleOp ir, mlir::MLIRContext &context) {
   SmallVector<mlir::OwningOpRef<mlir::ModuleOp>> modules;
   if (perLayer) {
     for (const auto &sig : signatures) {
-      mlir::OwningOpRef<mlir::ModuleOp> one(
-          cast<mlir::ModuleOp>(ir->clone()));
-      for (auto func : llvm::make_early_inc_range(
-               one->getOps<mlir::func::FuncOp>()))
+      mlir::OwningOpRef<mlir::ModuleOp> one(cast<mlir::ModuleOp>(ir->clone()));
+      for (auto func :
+           llvm::make_early_inc_range(one->getOps<mlir::func::FuncOp>()))
         if (func.getSymName() != sig.name)
           func.erase();
       modules.push_back(std::move(one));
     }
   } else {
-    modules.push_back(mlir::OwningOpRef<mlir::ModuleOp>(
-        cast<mlir::ModuleOp>(ir->clone())));
+    modules.push_back(
+        mlir::OwningOpRef<mlir::ModuleOp>(cast<mlir::ModuleOp>(ir->clone())));
   }
 
   for (auto [i, module] : llvm::enumerate(modules)) {
@@ -201,8 +200,8 @@ int compileForCpu(mlir::ModuleOp ir, mlir::MLIRContext &context) {
     }
     if (perLayer) {
       layer.signature = signatures[i];
-      layer.header = mlir::recur::emitLayerHeader(signatures[i],
-                                                  sourceName(), targetName);
+      layer.header =
+          mlir::recur::emitLayerHeader(signatures[i], sourceName(), targetName);
     }
     layers.push_back(std::move(layer));
   }
