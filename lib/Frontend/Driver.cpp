@@ -29,6 +29,23 @@ std::optional<std::string> recur::frontend::addDefine(CompileOptions &options,
   return std::nullopt;
 }
 
+std::optional<std::string>
+recur::frontend::setGlaOverrides(CompileOptions &options,
+                                 llvm::StringRef algorithm, int64_t chunk) {
+  if (!algorithm.empty() && algorithm != "auto" && algorithm != "recurrent" &&
+      algorithm != "chunked")
+    return "--gla-algorithm=" + algorithm.str() +
+           ": expected auto, recurrent or chunked";
+  if (chunk < 0)
+    return "--gla-chunk=" + std::to_string(chunk) +
+           ": a chunk has at least one step";
+  if (chunk > 0 && algorithm == "recurrent")
+    return "--gla-chunk has no meaning with --gla-algorithm=recurrent";
+  options.glaAlgorithm = algorithm.str();
+  options.glaChunk = chunk;
+  return std::nullopt;
+}
+
 mlir::OwningOpRef<mlir::ModuleOp> recur::frontend::compileSpecFile(
     llvm::StringRef path, mlir::MLIRContext &context,
     const CompileOptions &options, std::string &ioError) {

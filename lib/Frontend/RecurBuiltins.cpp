@@ -394,24 +394,36 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
       operands.push_back(init.value);
     }
     SmallVector<NamedAttribute> attrs;
+    std::optional<mlir::recur::ScanAlgorithm> algorithm;
     if (const Expr *e = c.kw("algorithm")) {
       auto *s = llvm::dyn_cast<StringExpr>(e);
-      std::optional<mlir::recur::ScanAlgorithm> alg =
+      algorithm =
           s ? mlir::recur::symbolizeScanAlgorithm(s->value) : std::nullopt;
-      if (!alg) {
+      if (!algorithm) {
         error(e->getRange(), "'algorithm' must be \"auto\", \"recurrent\" or "
                              "\"chunked\"");
         return TV();
       }
-      attrs.push_back(
-          named("algorithm", mlir::recur::ScanAlgorithmAttr::get(ctx, *alg)));
     }
+    std::optional<int64_t> chunk;
     if (const Expr *e = c.kw("chunk")) {
-      std::optional<int64_t> chunk = constInt(*e, "'chunk'");
+      chunk = constInt(*e, "'chunk'");
       if (!chunk)
         return TV();
-      attrs.push_back(named("chunk_size", i64(*chunk)));
     }
+    // The compiler's overrides (the driver checked their spelling).
+    if (!options.glaAlgorithm.empty()) {
+      algorithm = mlir::recur::symbolizeScanAlgorithm(options.glaAlgorithm);
+      if (algorithm == mlir::recur::ScanAlgorithm::Recurrent)
+        chunk.reset(); // the spec's chunk is for the algorithm overridden
+    }
+    if (options.glaChunk > 0)
+      chunk = options.glaChunk;
+    if (algorithm)
+      attrs.push_back(named(
+          "algorithm", mlir::recur::ScanAlgorithmAttr::get(ctx, *algorithm)));
+    if (chunk)
+      attrs.push_back(named("chunk_size", i64(*chunk)));
     auto results = build(
         *this, mlir::recur::GatedLinearAttentionOp::getOperationName(), at,
         name, operands, {mlirType(v.type), mlirType(stateType)}, attrs);

@@ -38,18 +38,6 @@ struct MemRef {
   }
 };
 
-/// Appends the descriptor of a row-major buffer to `words`.
-void pushMemRef(std::vector<int64_t> &words, void *allocated, void *aligned,
-                int32_t rank, const int64_t *shape) {
-  int64_t strides[RECUR_MAX_RANK];
-  rowMajorStrides(rank, shape, strides);
-  words.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(allocated)));
-  words.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(aligned)));
-  words.push_back(0);
-  words.insert(words.end(), shape, shape + rank);
-  words.insert(words.end(), strides, strides + rank);
-}
-
 /// Reads a descriptor of `rank` from `words`, advancing it.
 MemRef popMemRef(const int64_t *&words, int32_t rank) {
   MemRef ref;

@@ -148,6 +148,10 @@ bool isRowMajor(int32_t rank, const int64_t *shape, const int64_t *strides);
 void copyView(const View &src, const View &dst);
 /// Sets `count` elements at `data` to `value` (complex: {value, 0}).
 void fillElements(recur_dtype dtype, void *data, int64_t count, double value);
+/// Appends the memref descriptor of a row-major buffer of `shape` (the
+/// kernel's argument words) to `words`.
+void pushMemRef(std::vector<int64_t> &words, void *allocated, void *aligned,
+                int32_t rank, const int64_t *shape);
 /// "[2, 5, 128]".
 std::string formatShape(int32_t rank, const int64_t *shape);
 

@@ -343,3 +343,15 @@ extern "C" int64_t recur_tensor_numel(const recur_tensor *t) {
     return 0;
   return count;
 }
+
+/// Appends the descriptor of a row-major buffer to `words`.
+void recur::rt::pushMemRef(std::vector<int64_t> &words, void *allocated,
+                           void *aligned, int32_t rank, const int64_t *shape) {
+  int64_t strides[RECUR_MAX_RANK];
+  rowMajorStrides(rank, shape, strides);
+  words.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(allocated)));
+  words.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(aligned)));
+  words.push_back(0);
+  words.insert(words.end(), shape, shape + rank);
+  words.insert(words.end(), strides, strides + rank);
+}

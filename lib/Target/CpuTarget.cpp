@@ -6,6 +6,7 @@
 
 #include "recur/Target/CpuTarget.h"
 
+#include "recur/Conversion/RecurToLoops/RecurToLoops.h"
 #include "recur/Target/LayerSignature.h"
 #include "recur/Target/Pipelines.h"
 
@@ -63,37 +64,70 @@ void flattenAggregate(llvm::IRBuilder<> &b, llvm::Value *value,
     flattenAggregate(b, b.CreateExtractValue(value, i), leaves);
 }
 
+/// Defines the exported function `name` of type (ptr in, <second>) ->
+/// <result> and loads its first `words` parameters of `callee` from
+/// consecutive 64-bit words of `in` into `args`; `b` is left in its body.
+llvm::Function *defineEntry(llvm::Module &module, StringRef name,
+                            llvm::Type *result, llvm::Type *second,
+                            StringRef secondName, llvm::Function &callee,
+                            unsigned words, llvm::IRBuilder<> &b,
+                            SmallVectorImpl<llvm::Value *> &args) {
+  llvm::LLVMContext &ctx = module.getContext();
+  auto *ptrTy = llvm::PointerType::getUnqual(ctx);
+  auto *i64 = llvm::Type::getInt64Ty(ctx);
+  auto *entry = llvm::Function::Create(
+      llvm::FunctionType::get(result, {ptrTy, second}, false),
+      llvm::Function::ExternalLinkage, name, module);
+  llvm::Value *in = entry->getArg(0);
+  in->setName("in");
+  entry->getArg(1)->setName(secondName);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", entry));
+  for (unsigned k = 0; k < words; ++k)
+    args.push_back(b.CreateLoad(callee.getArg(k)->getType(),
+                                b.CreateConstGEP1_64(i64, in, k)));
+  callee.setLinkage(llvm::GlobalValue::InternalLinkage);
+  return entry;
+}
+
 /// Adds `recur_<F>_kernel(ptr in, ptr out)`: argument k of F (a pointer or
 /// an i64 of a flattened memref descriptor) is word k of `in`; the leaves of
 /// F's result go to consecutive words of `out`.
 void addPackedEntry(llvm::Module &module, llvm::Function &impl,
                     StringRef layer) {
   llvm::LLVMContext &ctx = module.getContext();
-  auto *ptrTy = llvm::PointerType::getUnqual(ctx);
   auto *i64 = llvm::Type::getInt64Ty(ctx);
-  auto *entryTy = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx),
-                                          {ptrTy, ptrTy}, false);
-  auto *entry = llvm::Function::Create(entryTy, llvm::Function::ExternalLinkage,
-                                       kernelSymbol(layer), module);
-  llvm::Value *in = entry->getArg(0), *out = entry->getArg(1);
-  in->setName("in");
-  out->setName("out");
-  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", entry));
+  llvm::IRBuilder<> b(ctx);
   SmallVector<llvm::Value *> args;
-  for (auto [k, param] : llvm::enumerate(impl.args())) {
-    llvm::Value *word = b.CreateConstGEP1_64(i64, in, k);
-    args.push_back(b.CreateLoad(param.getType(), word));
-  }
+  llvm::Function *entry = defineEntry(
+      module, kernelSymbol(layer), llvm::Type::getVoidTy(ctx),
+      llvm::PointerType::getUnqual(ctx), "out", impl, impl.arg_size(), b, args);
   llvm::Value *result = b.CreateCall(&impl, args);
   if (!impl.getReturnType()->isVoidTy()) {
     SmallVector<llvm::Value *> leaves;
     flattenAggregate(b, result, leaves);
     for (auto [k, leaf] : llvm::enumerate(leaves))
-      b.CreateStore(leaf, b.CreateConstGEP1_64(i64, out, k));
+      b.CreateStore(leaf, b.CreateConstGEP1_64(i64, entry->getArg(1), k));
   }
   b.CreateRetVoid();
-  impl.setLinkage(llvm::GlobalValue::InternalLinkage);
   impl.setName("recur_" + layer + "_impl");
+}
+
+/// Adds `recur_<F>_workspace(ptr in, i64 threads) -> i64` around the
+/// bound `bound` (recur-workspace-bound's F_workspace, whose arguments are
+/// F's then the thread count): the same `in` words as the kernel entry.
+void addPackedWorkspace(llvm::Module &module, llvm::Function &bound,
+                        StringRef layer) {
+  auto *i64 = llvm::Type::getInt64Ty(module.getContext());
+  llvm::IRBuilder<> b(module.getContext());
+  SmallVector<llvm::Value *> args;
+  unsigned words = bound.arg_size() - 1;
+  llvm::Function *entry = defineEntry(module, workspaceSymbol(layer), i64, i64,
+                                      "threads", bound, words, b, args);
+  args.push_back(b.CreateIntCast(entry->getArg(1),
+                                 bound.getArg(words)->getType(),
+                                 /*isSigned=*/true));
+  llvm::Value *bytes = b.CreateCall(&bound, args);
+  b.CreateRet(b.CreateIntCast(bytes, i64, /*isSigned=*/true));
 }
 
 } // namespace
@@ -121,13 +155,22 @@ mlir::recur::lowerToLLVMIR(ModuleOp module, llvm::LLVMContext &context) {
                  << "layer '" << layer << "' is missing after lowering",
              failure();
     addPackedEntry(*llvmModule, *impl, layer);
+    llvm::Function *bound =
+        llvmModule->getFunction((layer + kWorkspaceSuffix).str());
+    if (!bound)
+      return module.emitError() << "the workspace bound of layer '" << layer
+                                << "' is missing after lowering",
+             failure();
+    addPackedWorkspace(*llvmModule, *bound, layer);
   }
   // The kernel entries are the object's only exports: helpers the lowering
   // adds (dealloc_helper, outlined OpenMP bodies) and constant globals stay
   // private, so any number of layer objects link into one program.
   StringSet<> entries;
-  for (const std::string &layer : layers)
+  for (const std::string &layer : layers) {
     entries.insert(kernelSymbol(layer));
+    entries.insert(workspaceSymbol(layer));
+  }
   for (llvm::GlobalValue &value : llvmModule->global_values())
     if (!value.isDeclaration() && !entries.contains(value.getName()))
       value.setLinkage(llvm::GlobalValue::InternalLinkage);

@@ -161,6 +161,10 @@ std::string mlir::recur::kernelSymbol(StringRef layer) {
   return ("recur_" + layer + "_kernel").str();
 }
 
+std::string mlir::recur::workspaceSymbol(StringRef layer) {
+  return ("recur_" + layer + "_workspace").str();
+}
+
 FailureOr<LayerSignature> mlir::recur::getLayerSignature(func::FuncOp func) {
   LayerSignature sig;
   sig.name = func.getSymName().str();
@@ -256,7 +260,8 @@ FailureOr<LayerSignature> mlir::recur::getLayerSignature(func::FuncOp func) {
 }
 
 std::unique_ptr<OwnedLayerDesc>
-mlir::recur::buildLayerDesc(const LayerSignature &sig, recur_kernel_fn kernel) {
+mlir::recur::buildLayerDesc(const LayerSignature &sig, recur_kernel_fn kernel,
+                            recur_workspace_fn workspace) {
   auto owned = std::make_unique<OwnedLayerDesc>();
   auto convert = [](const TensorSignature &t) {
     recur_arg_desc d{};
@@ -298,6 +303,7 @@ mlir::recur::buildLayerDesc(const LayerSignature &sig, recur_kernel_fn kernel) {
   d.num_results = static_cast<int32_t>(owned->results.size());
   d.results = owned->results.data();
   d.kernel = kernel;
+  d.workspace = workspace;
   return owned;
 }
 
@@ -442,7 +448,9 @@ std::string mlir::recur::emitLayerHeader(const LayerSignature &sig,
   os << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
   os << "/* The kernel in " << L << ".o; call it through the functions "
      << "below. */\nvoid " << kernelSymbol(L)
-     << "(int64_t *in, int64_t *out);\n\n";
+     << "(int64_t *in, int64_t *out);\n"
+     << "int64_t " << workspaceSymbol(L)
+     << "(int64_t *in, int64_t threads);\n\n";
   emitStruct(os, sig, "inputs", byRole[RECUR_ROLE_INPUT]);
   emitStruct(os, sig, "params", byRole[RECUR_ROLE_PARAM]);
   emitStruct(os, sig, "outputs", byRole[RECUR_ROLE_OUTPUT]);
@@ -463,7 +471,7 @@ std::string mlir::recur::emitLayerHeader(const LayerSignature &sig,
      << ", " << sig.numParams << ", " << sig.numStates << ", " << sig.numOutputs
      << ", " << sig.args.size() << ", recur_" << L << "_args_, "
      << sig.results.size() << ", recur_" << L << "_results_, "
-     << kernelSymbol(L) << "};\n\n";
+     << kernelSymbol(L) << ", " << workspaceSymbol(L) << "};\n\n";
 
   std::string in = "const recur_" + L + "_inputs *inputs",
               params = "const recur_" + L + "_params *params",
@@ -499,6 +507,14 @@ std::string mlir::recur::emitLayerHeader(const LayerSignature &sig,
      << ") {\n"
      << "  return recur_state_reset(state, row, (const recur_tensor "
         "*)params);\n}\n\n";
+  os << "/* An upper bound on the bytes one forward or step call allocates, "
+        "given the\n * runtime dimensions in the order above (for a step, "
+        "the time dimension\n * is the step length), at the current thread "
+        "count. */\n"
+     << "static inline recur_status recur_" << L
+     << "_workspace_size(const int64_t *dims,\n    size_t *bytes) {\n"
+     << "  return recur_workspace_size(&recur_" << L
+     << "_layer_, dims, bytes);\n}\n\n";
   os << "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n#endif /* "
      << guard << " */\n";
   return text;

@@ -70,7 +70,9 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm) {
   // every buffer the kernel allocates drawn from the runtime
   // (`_mlir_memref_to_llvm_alloc` and friends, defined by librecur_rt).
   // memref.alloca_scope (from the OpenMP conversion) is lowered with the
-  // rest of memref before scf becomes cf, which it needs.
+  // rest of memref before scf becomes cf, which it needs. Once every buffer
+  // is a memref.alloc, each layer F gets F_workspace, the bound on what its
+  // buffers hold at once (recur_workspace_size).
   static constexpr const char *kPipeline =
       "convert-recur-to-loops{mark-parallel},"
       "canonicalize,"
@@ -85,6 +87,7 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm) {
       "canonicalize,"
       "buffer-deallocation-pipeline,"
       "convert-bufferization-to-memref,"
+      "recur-workspace-bound,"
       "convert-scf-to-openmp,"
       "expand-strided-metadata,"
       "lower-affine,"

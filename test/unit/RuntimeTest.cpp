@@ -152,6 +152,16 @@ void scanKernel(int64_t *in, int64_t *out) {
   putResult(out, next, next, 0, {batch, width});
 }
 
+/// scanKernel's workspace bound: what it allocates, exactly.
+int64_t scanWorkspace(int64_t *in, int64_t threads) {
+  EXPECT_GE(threads, 1);
+  MemRef x = takeArg(in, 3);
+  int64_t batch = x.sizes[0], time = x.sizes[1], width = x.sizes[2];
+  EXPECT_EQ(x.aligned, nullptr); // the bound reads only the sizes
+  return static_cast<int64_t>(sizeof(float)) *
+         (batch * time * width + batch * width + width);
+}
+
 /// Scan whose output has one time step too many (a broken kernel).
 void badShapeKernel(int64_t *in, int64_t *out) {
   MemRef x = takeArg(in, 3);
@@ -333,9 +343,13 @@ std::vector<recur_arg_desc> scanResults(recur_dtype dtype, int64_t width) {
 }
 
 const Layer &scanLayer() {
-  static const Layer layer("Scan", 0x5ca11,
-                           scanArgs(RECUR_F32, kWidth, RECUR_INIT_ZEROS, 0),
-                           scanResults(RECUR_F32, kWidth), scanKernel<float>);
+  static const Layer layer = [] {
+    Layer scan("Scan", 0x5ca11,
+               scanArgs(RECUR_F32, kWidth, RECUR_INIT_ZEROS, 0),
+               scanResults(RECUR_F32, kWidth), scanKernel<float>);
+    scan.desc.workspace = scanWorkspace;
+    return scan;
+  }();
   return layer;
 }
 
@@ -1370,8 +1384,9 @@ TEST(RuntimeErrors, AbiVersion) {
   future.desc.abi_version = RECUR_ABI_VERSION + 1;
   ScanCall call(2, 5);
   recur_tensor x = call.input(), a = call.param(), y = call.output();
+  std::string version = "ABI version " + std::to_string(RECUR_ABI_VERSION + 1);
   EXPECT_RECUR_ERROR(recur_forward(future.get(), &x, &a, nullptr, &y),
-                     RECUR_ERROR_ABI, "ABI version 2");
+                     RECUR_ERROR_ABI, version.c_str());
   recur_state *state = nullptr;
   EXPECT_RECUR_ERROR(recur_state_create(future.get(), 2, nullptr, &state),
                      RECUR_ERROR_ABI, "recur_state_create(?)");
@@ -1501,6 +1516,55 @@ TEST(RuntimeErrors, KernelReturnsWrongShape) {
   EXPECT_EQ(call.y, std::vector<float>(call.y.size(), -99));
   state.reset();
   EXPECT_EQ(liveBytes(), start);
+}
+
+/// What one forward call allocates at its peak, above what was live.
+size_t peakOfCall(ScanCall &call, recur_state *state) {
+  recur_memory_stats before, after;
+  recur_memory_stats_get(&before);
+  recur_memory_stats_reset_peak();
+  EXPECT_EQ(call.forward(state), RECUR_OK) << recur_last_error();
+  recur_memory_stats_get(&after);
+  return after.peak_bytes - before.live_bytes;
+}
+
+TEST(RuntimeWorkspace, BoundsWhatACallAllocates) {
+  for (int64_t time : {1, 7, 64}) {
+    int64_t dims[] = {3, time};
+    size_t bytes = 0;
+    ASSERT_OK(recur_workspace_size(scanLayer().get(), dims, &bytes));
+    // The kernel's bound, plus the state the runtime may hold beside it.
+    size_t kernel = sizeof(float) * (3 * time * kWidth + 3 * kWidth + kWidth);
+    EXPECT_EQ(bytes, kernel + sizeof(float) * 3 * kWidth);
+    ScanCall call(3, time);
+    StateHandle state = makeState(scanLayer(), 3);
+    size_t withState = peakOfCall(call, state.get());
+    size_t withoutState = peakOfCall(call, nullptr);
+    EXPECT_LE(withState, bytes);
+    EXPECT_LE(withoutState, bytes);
+    EXPECT_GE(withState, kernel); // the bound is not loose here
+  }
+}
+
+TEST(RuntimeWorkspace, Errors) {
+  int64_t dims[] = {2, 5};
+  size_t bytes = 7;
+  EXPECT_RECUR_ERROR(recur_workspace_size(nullptr, dims, &bytes),
+                     RECUR_ERROR_NULL_POINTER, "layer is NULL");
+  EXPECT_RECUR_ERROR(recur_workspace_size(scanLayer().get(), nullptr, &bytes),
+                     RECUR_ERROR_NULL_POINTER,
+                     "dims is NULL, but the layer has 2 runtime dimension(s)");
+  EXPECT_RECUR_ERROR(recur_workspace_size(scanLayer().get(), dims, nullptr),
+                     RECUR_ERROR_NULL_POINTER, "bytes is NULL");
+  int64_t negative[] = {2, -1};
+  EXPECT_RECUR_ERROR(recur_workspace_size(scanLayer().get(), negative, &bytes),
+                     RECUR_ERROR_SHAPE, "dimension T is -1, below 0");
+  int64_t huge[] = {int64_t(1) << 40, int64_t(1) << 40};
+  EXPECT_RECUR_ERROR(recur_workspace_size(scanLayer().get(), huge, &bytes),
+                     RECUR_ERROR_SHAPE, "'x' of shape");
+  EXPECT_RECUR_ERROR(recur_workspace_size(badShapeLayer().get(), dims, &bytes),
+                     RECUR_ERROR_UNSUPPORTED, "no workspace bound");
+  EXPECT_EQ(bytes, 7u); // untouched by a failed call
 }
 
 TEST(RuntimeMemory, NoLeakAfterManyCalls) {

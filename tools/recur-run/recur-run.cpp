@@ -10,8 +10,10 @@
 // every output and final state with the float64 oracle (lib/Oracle: the
 // layer's IR interpreted in double precision, each recur op by lib/Reference).
 // Prints `max_rel_err: <value>` per output and final state, then
-// `time_ms: <value>`; with --stream, also `stream_max_rel_err: <value>`.
-// Exit status 1 when an error exceeds the tolerance or anything fails.
+// `time_ms: <value>`, the peak bytes the call allocated and the workspace
+// bound (which it must not exceed); with --stream, also `stream_max_rel_err:
+// <value>`. Exit status 1 when an error exceeds the tolerance or anything
+// fails.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,6 +72,15 @@ cl::list<std::string>
                    "(repeatable; default: batch 2, time 4 steps or 64 "
                    "positions, others 8)"),
           cl::value_desc("NAME=VALUE"), cl::cat(runCategory));
+cl::opt<std::string> glaAlgorithm(
+    "gla-algorithm",
+    cl::desc("Run every gla with this algorithm, whatever the spec says: "
+             "auto, recurrent or chunked"),
+    cl::value_desc("name"), cl::cat(runCategory));
+cl::opt<int64_t>
+    glaChunk("gla-chunk",
+             cl::desc("Run every chunked gla with chunks of this many steps"),
+             cl::value_desc("steps"), cl::init(0), cl::cat(runCategory));
 cl::opt<bool> promoteF64("f64",
                          cl::desc("Compile the layer in double precision "
                                   "(every float tensor f64, complex c128)"),
@@ -517,13 +528,19 @@ int main(int argc, char **argv) {
       "  recur-run SPEC.recur [--layer NAME] [-D NAME=VALUE]... [--stream]\n\n"
       "Prints, for every output and final state, a line naming it and\n"
       "`max_rel_err: <value>` (max |kernel - oracle| / max |oracle|), then\n"
-      "`time_ms: <value>` (the median forward call); --stream adds\n"
+      "`time_ms: <value>` (the median forward call), `peak_bytes: <n>`\n"
+      "(what the call allocated at its peak) and `workspace_bytes: <n>`\n"
+      "(recur_workspace_size's bound, which the peak must not exceed);\n"
+      "--stream adds\n"
       "`stream_max_rel_err: <value>`. Exit status 1 when an error exceeds\n"
       "the tolerance or a step fails.\n");
 
   recur::frontend::CompileOptions options;
   options.layer = layerName;
   options.promoteToF64 = promoteF64;
+  if (std::optional<std::string> error =
+          recur::frontend::setGlaOverrides(options, glaAlgorithm, glaChunk))
+    return fail(*error);
   for (const std::string &d : defines)
     if (std::optional<std::string> error =
             recur::frontend::addDefine(options, d))
@@ -589,8 +606,12 @@ int main(int argc, char **argv) {
   auto symbol = (*jit)->lookup(mlir::recur::kernelSymbol(sig->name));
   if (!symbol)
     return fail(toString(symbol.takeError()));
+  auto bound = (*jit)->lookup(mlir::recur::workspaceSymbol(sig->name));
+  if (!bound)
+    return fail(toString(bound.takeError()));
   auto desc =
-      mlir::recur::buildLayerDesc(*sig, symbol->toPtr<recur_kernel_fn>());
+      mlir::recur::buildLayerDesc(*sig, symbol->toPtr<recur_kernel_fn>(),
+                                  bound->toPtr<recur_workspace_fn>());
   if (threads > 0)
     recur_set_num_threads(threads);
 
@@ -643,10 +664,16 @@ int main(int argc, char **argv) {
                             out = run.views(outputs);
   std::vector<double> times;
   std::vector<HostTensor> finals;
+  size_t workspace = 0, used = 0;
+  if (recur_workspace_size(&desc->desc, run.dimSizes.data(), &workspace))
+    return runtimeFail("recur_workspace_size");
   for (unsigned r = 0; r < std::max(1u, repeat.getValue()); ++r) {
     recur_state *state = run.newState(run.states);
     if (!state)
       return runtimeFail("recur_state_create");
+    recur_memory_stats before, after;
+    recur_memory_stats_get(&before);
+    recur_memory_stats_reset_peak();
     auto start = std::chrono::steady_clock::now();
     recur_status s = run.call(false, in, state, out);
     auto stop = std::chrono::steady_clock::now();
@@ -656,6 +683,8 @@ int main(int argc, char **argv) {
     }
     times.push_back(
         std::chrono::duration<double, std::milli>(stop - start).count());
+    recur_memory_stats_get(&after);
+    used = std::max(used, after.peak_bytes - before.live_bytes);
     if (r == 0)
       finals = run.stateValues(state);
     recur_state_destroy(state);
@@ -684,6 +713,17 @@ int main(int argc, char **argv) {
   }
   std::sort(times.begin(), times.end());
   outs() << "time_ms: " << format("%.3f", times[times.size() / 2]) << "\n";
+  // What the call allocated at its peak against the bound the compiler
+  // generated (recur_workspace_size): a bound below it is a compiler bug.
+  outs() << "peak_bytes: " << used << "\n";
+  outs() << "workspace_bytes: " << workspace << "\n";
+  if (used > workspace) {
+    ok = false;
+    WithColor::error(errs(), "recur-run")
+        << "the call allocated " << used
+        << " bytes at its peak, above its workspace bound of " << workspace
+        << " bytes\n";
+  }
 
   if (stream && sig->numStates == 0) {
     // Nothing is carried from one call to the next, so pieces of a

@@ -78,6 +78,15 @@ cl::opt<Backend>
                                  "receives <layer>.o and <layer>.h")),
            cl::cat(recurcCategory));
 
+cl::opt<std::string> glaAlgorithm(
+    "gla-algorithm",
+    cl::desc("Run every gla with this algorithm, whatever the spec says: "
+             "auto, recurrent or chunked"),
+    cl::value_desc("name"), cl::cat(recurcCategory));
+cl::opt<int64_t>
+    glaChunk("gla-chunk",
+             cl::desc("Run every chunked gla with chunks of this many steps"),
+             cl::value_desc("steps"), cl::init(0), cl::cat(recurcCategory));
 cl::opt<bool> promoteF64("f64",
                          cl::desc("Compile every float tensor as f64 and "
                                   "every complex one as c128 (the layer in "
@@ -249,6 +258,9 @@ int main(int argc, char **argv) {
   CompileOptions options;
   options.layer = layerName;
   options.promoteToF64 = promoteF64;
+  if (std::optional<std::string> error =
+          recur::frontend::setGlaOverrides(options, glaAlgorithm, glaChunk))
+    return fail(*error);
   for (const std::string &d : defines)
     if (std::optional<std::string> error = addDefine(options, d))
       return fail(*error);

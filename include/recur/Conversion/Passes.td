@@ -139,4 +139,45 @@ def RecurParallelizeLoops : Pass<"recur-parallelize-loops",
   let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
+def RecurWorkspaceBound : Pass<"recur-workspace-bound",
+                               "::mlir::ModuleOp"> {
+  let summary = "Add, beside each layer function, a function bounding the "
+                "bytes its buffers hold at once";
+  let description = [{
+    Runs after bufferization and buffer deallocation (every buffer the
+    function will ever allocate is a `memref.alloc` by then) and before the
+    loops become OpenMP. For each public function `@F` it adds
+    `@F_workspace`, taking F's arguments and then the thread count (index)
+    and returning an upper bound, in bytes, on what F's allocations hold at
+    once: the sum over its `memref.alloc` ops of the element size times an
+    upper bound of each size in terms of F's arguments (from the value
+    bounds of loop induction variables, `affine.min` and `memref.dim`),
+    times the possible live copies: the threads for each enclosing
+    `scf.parallel`, and two for each enclosing sequential loop that carries
+    buffers (the previous iteration's and the new one; the deallocation
+    pipeline frees every other buffer within its iteration). The runtime's
+    `recur_workspace_size` calls it. A function whose allocations cannot be
+    bounded this way (a size with no upper bound in terms of the arguments,
+    a call to a function that allocates or is external, a realloc) is an
+    error.
+
+    ```mlir
+    func.func @F(%x: memref<?x8xf32>) -> memref<?x8xf32> {
+      %c0 = arith.constant 0 : index
+      %n = memref.dim %x, %c0 : memref<?x8xf32>
+      %y = memref.alloc(%n) : memref<?x8xf32>
+      ...
+    }
+    // added:
+    func.func @F_workspace(%x: memref<?x8xf32>, %threads: index) -> index {
+      // dim(x, 0) * 32
+    }
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect",
+    "::mlir::arith::ArithDialect"
+  ];
+}
+
 #endif // RECUR_CONVERSION_PASSES_TD

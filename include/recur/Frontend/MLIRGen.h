@@ -32,6 +32,10 @@ struct CompileOptions {
   /// Compile every float tensor as f64 and every complex one as c128 (bool
   /// stays): the same layer in double precision, for testing.
   bool promoteToF64 = false;
+  /// Overrides of every gla's `algorithm` ("auto", "recurrent", "chunked")
+  /// and `chunk` (when > 0), to compare the algorithms on one spec.
+  std::string glaAlgorithm;
+  int64_t glaChunk = 0;
 };
 
 /// Checks `module` (names, symbolic shapes, dtypes, state and parameter use)
@@ -47,6 +51,12 @@ mlir::OwningOpRef<mlir::ModuleOp> emitModule(const Module &module,
 
 /// Registers the dialects the emitted IR uses.
 void loadFrontendDialects(mlir::MLIRContext &context);
+
+/// Sets the gla overrides of `options` from `--gla-algorithm` and
+/// `--gla-chunk` (empty and 0: none); returns the message of a bad value.
+std::optional<std::string> setGlaOverrides(CompileOptions &options,
+                                           llvm::StringRef algorithm,
+                                           int64_t chunk);
 
 /// Adds `-D NAME=VALUE` (`text` is NAME=VALUE) to `options`; returns the
 /// error message when it is malformed.

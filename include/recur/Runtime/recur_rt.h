@@ -29,7 +29,7 @@ extern "C" {
 
 /* The ABI this header describes; a layer header built for another version is
  * refused by recur_forward with RECUR_ERROR_ABI. */
-#define RECUR_ABI_VERSION 1
+#define RECUR_ABI_VERSION 2
 #define RECUR_MAX_RANK 8
 
 /*===-------------------------------------------------------------------===*
@@ -161,6 +161,11 @@ typedef struct recur_arg_desc {
  * buffers come from the runtime's allocator (see recur_memory_stats). */
 typedef void (*recur_kernel_fn)(int64_t *in, int64_t *out);
 
+/* The workspace bound recurc generates beside the kernel: given the same
+ * `in` words as the kernel (only the sizes are read) and a thread count, an
+ * upper bound on the bytes the kernel's buffers hold at once. */
+typedef int64_t (*recur_workspace_fn)(int64_t *in, int64_t threads);
+
 typedef struct recur_layer_desc {
   uint32_t abi_version; /* RECUR_ABI_VERSION */
   const char *name;
@@ -176,6 +181,7 @@ typedef struct recur_layer_desc {
   int32_t num_results; /* kernel results: outputs and next states */
   const recur_arg_desc *results;
   recur_kernel_fn kernel;
+  recur_workspace_fn workspace; /* NULL: recur_workspace_size is unsupported */
 } recur_layer_desc;
 
 /*===-------------------------------------------------------------------===*
@@ -230,6 +236,17 @@ recur_status recur_step(const recur_layer_desc *layer,
                         const recur_tensor *inputs,
                         const recur_tensor *params, recur_state *state,
                         const recur_tensor *outputs);
+
+/* An upper bound on the bytes one recur_forward or recur_step call
+ * allocates (the kernel's buffers, its results among them, and the
+ * runtime's copies of states) with the layer's runtime dimensions set to
+ * `dims` (num_runtime_dims values, in the order of runtime_dim_names; for
+ * a step, the time dimension is step_length) at the current thread count
+ * (recur_get_num_threads). Not included: a contiguous copy of each input or
+ * param passed with strides that are not row-major. recur_memory_stats
+ * reports what calls actually used. */
+recur_status recur_workspace_size(const recur_layer_desc *layer,
+                                  const int64_t *dims, size_t *bytes);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -79,7 +79,8 @@ struct OwnedLayerDesc {
   std::vector<const char *> runtimeDimNames;
 };
 std::unique_ptr<OwnedLayerDesc>
-buildLayerDesc(const LayerSignature &signature, recur_kernel_fn kernel);
+buildLayerDesc(const LayerSignature &signature, recur_kernel_fn kernel,
+               recur_workspace_fn workspace);
 
 /// The C header `<layer>.h` of the layer's object: the runtime descriptor,
 /// typed structs of its inputs, params and outputs, and inline wrappers of
@@ -89,6 +90,9 @@ std::string emitLayerHeader(const LayerSignature &signature,
 
 /// The kernel entry recurc generates for a layer: `recur_<layer>_kernel`.
 std::string kernelSymbol(llvm::StringRef layer);
+
+/// Its workspace bound (`recur_workspace_fn`): `recur_<layer>_workspace`.
+std::string workspaceSymbol(llvm::StringRef layer);
 
 } // namespace recur
 } // namespace mlir

@@ -16,7 +16,12 @@ namespace recur {
 
 #define GEN_PASS_DECL_CONVERTRECURTOLOOPS
 #define GEN_PASS_DECL_RECURPARALLELIZELOOPS
+#define GEN_PASS_DECL_RECURWORKSPACEBOUND
 #include "recur/Conversion/Passes.h.inc"
+
+/// `recur-workspace-bound` names the bound of layer function F
+/// `F` + kWorkspaceSuffix.
+constexpr llvm::StringLiteral kWorkspaceSuffix = "_workspace";
 
 /// Adds the patterns that lower recur ops to scalar scf loops.
 void populateRecurToLoopsPatterns(RewritePatternSet &patterns);

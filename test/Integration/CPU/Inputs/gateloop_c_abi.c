@@ -91,9 +91,20 @@ int main(void) {
   recur_state *state = NULL;
   check(recur_GateLoopMaxHeaded_state_create(B, &params, &state) == RECUR_OK,
         "state_create");
+  int64_t dims[2] = {B, T};
+  size_t workspace = 0;
+  check(recur_GateLoopMaxHeaded_workspace_size(dims, &workspace) == RECUR_OK,
+        "workspace_size");
+  recur_memory_stats live, peak;
+  recur_memory_stats_get(&live);
+  recur_memory_stats_reset_peak();
   check(recur_GateLoopMaxHeaded_forward(&in, &params, state, &out) ==
             RECUR_OK,
         "forward");
+  recur_memory_stats_get(&peak);
+  /* What the call allocated at its peak stays within the bound. */
+  check(workspace > 0 && peak.peak_bytes - live.live_bytes <= workspace,
+        "forward allocates within workspace_size");
   double err = maxRelErr(y, yref);
   printf("forward max_rel_err: %.2e\n", err);
   /* f32 inputs and weights, f32 sums of 8 products and 7 recurrence steps:
