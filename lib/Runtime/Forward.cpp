@@ -66,14 +66,23 @@ struct NextBuffer {
   char *data;
 };
 
-/// One recur_forward or recur_step call.
+/// The tensors of a recur_backward call beyond those of a forward one.
+struct BackwardArrays {
+  const recur_tensor *dOutputs = nullptr, *dStates = nullptr;
+  const recur_tensor *gradInputs = nullptr, *gradParams = nullptr,
+                     *gradStates = nullptr;
+};
+
+/// One recur_forward, recur_step or recur_backward call.
 class Call {
 public:
   Call(const char *function, const recur_layer_desc *layer,
        const recur_tensor *inputs, const recur_tensor *params,
-       recur_state *state, const recur_tensor *outputs, bool isStep)
+       recur_state *state, const recur_tensor *outputs, bool isStep,
+       const BackwardArrays *backward = nullptr)
       : ctx(function, layer), layer(layer), inputs(inputs), params(params),
-        state(state), outputs(outputs), isStep(isStep), dims(0) {}
+        state(state), outputs(outputs), isStep(isStep), backward(backward),
+        dims(0) {}
 
   recur_status run();
 
@@ -85,6 +94,12 @@ private:
   recur_status checkBound() const;
   recur_status packArgument(const recur_arg_desc &arg, const recur_state &st,
                             std::vector<int64_t> &words);
+  recur_status packTensor(const recur_arg_desc &desc, const recur_tensor &t,
+                          std::vector<int64_t> &words);
+  recur_status bindBackward();
+  recur_status packCotangents(std::vector<int64_t> &words);
+  recur_status unpackGrads(const std::vector<int64_t> &words);
+  void copyGrads() const;
   recur_status unpackResults(const std::vector<int64_t> &words);
   recur_status checkResult(const recur_arg_desc &desc, const MemRef &ref) const;
   bool isArgument(const void *ptr) const;
@@ -100,6 +115,8 @@ private:
   recur_state *state;
   const recur_tensor *outputs;
   bool isStep;
+  /// Set for recur_backward.
+  const BackwardArrays *backward;
 
   LayerInfo info;
   DimBinding dims;
@@ -118,9 +135,11 @@ recur_status Call::checkArrays() const {
     int32_t count;
     const char *name;
   };
-  for (const Array &array : {Array{inputs, layer->num_inputs, "inputs"},
-                             Array{params, layer->num_params, "params"},
-                             Array{outputs, layer->num_outputs, "outputs"}})
+  const recur_tensor *outs = backward ? backward->dOutputs : outputs;
+  for (const Array &array :
+       {Array{inputs, layer->num_inputs, "inputs"},
+        Array{params, layer->num_params, "params"},
+        Array{outs, layer->num_outputs, backward ? "d_outputs" : "outputs"}})
     if (array.count > 0 && !array.tensors)
       return ctx.fail(RECUR_ERROR_NULL_POINTER,
                       "%s is NULL, but the layer has %d %s", array.name,
@@ -141,6 +160,8 @@ recur_status Call::bindAll() {
       return status;
   if (recur_status status = bindState())
     return status;
+  if (backward)
+    return bindBackward();
   for (size_t i = 0; i < info.outputs.size(); ++i)
     if (recur_status status =
             bindTensor(ctx, info, "output", *info.outputs[i], outputs[i], dims))
@@ -213,6 +234,13 @@ recur_status Call::packArgument(const recur_arg_desc &arg,
   }
   const recur_tensor &t =
       arg.role == RECUR_ROLE_INPUT ? inputs[arg.index] : params[arg.index];
+  return packTensor(arg, t, words);
+}
+
+/// Appends the descriptor of user tensor `t` (checked against `desc`): as
+/// is when it is row-major, else a contiguous copy.
+recur_status Call::packTensor(const recur_arg_desc &desc, const recur_tensor &t,
+                              std::vector<int64_t> &words) {
   void *data = t.data;
   if (!isRowMajor(t.rank, t.shape, t.strides)) {
     int64_t count = recur_tensor_numel(&t);
@@ -222,7 +250,7 @@ recur_status Call::packArgument(const recur_arg_desc &arg,
       return ctx.fail(RECUR_ERROR_OUT_OF_MEMORY,
                       "cannot allocate %zu bytes for a contiguous copy of "
                       "'%s'",
-                      bytes, nameOr(arg.name));
+                      bytes, nameOr(desc.name));
     copies.add(data);
     int64_t strides[RECUR_MAX_RANK];
     rowMajorStrides(t.rank, t.shape, strides);
@@ -354,11 +382,133 @@ void Call::commit(const std::vector<NextBuffer> &next, BufferList &fresh) {
   }
 }
 
+/// Checks the tensors of a backward call: the cotangents of the outputs and
+/// of the final states (optional), and the gradients wanted (a NULL array,
+/// or a tensor with NULL data, is not wanted).
+recur_status Call::bindBackward() {
+  for (size_t i = 0; i < info.outputs.size(); ++i)
+    if (recur_status status =
+            bindTensor(ctx, info, "d_output", *info.outputs[i],
+                       backward->dOutputs[i], dims))
+      return status;
+  struct Wanted {
+    const recur_tensor *tensors;
+    const std::vector<const recur_arg_desc *> &descs;
+    const char *role;
+  };
+  for (const Wanted &w :
+       {Wanted{backward->dStates, info.states, "d_state"},
+        Wanted{backward->gradInputs, info.inputs, "grad_input"},
+        Wanted{backward->gradParams, info.params, "grad_param"},
+        Wanted{backward->gradStates, info.states, "grad_state"}}) {
+    if (!w.tensors)
+      continue;
+    for (size_t i = 0; i < w.descs.size(); ++i)
+      if (w.tensors[i].data)
+        if (recur_status status =
+                bindTensor(ctx, info, w.role, *w.descs[i], w.tensors[i], dims))
+          return status;
+  }
+  return RECUR_OK;
+}
+
+/// Appends the backward kernel's cotangent arguments, one per result of the
+/// forward kernel: the user's d_outputs, and d_states or zeros.
+recur_status Call::packCotangents(std::vector<int64_t> &words) {
+  for (int32_t i = 0; i < layer->num_results; ++i) {
+    const recur_arg_desc &r = layer->results[i];
+    if (r.role == RECUR_ROLE_OUTPUT) {
+      if (recur_status status =
+              packTensor(r, backward->dOutputs[r.index], words))
+        return status;
+      continue;
+    }
+    const recur_tensor *t =
+        backward->dStates ? &backward->dStates[r.index] : nullptr;
+    if (t && t->data) {
+      if (recur_status status = packTensor(r, *t, words))
+        return status;
+      continue;
+    }
+    int64_t shape[RECUR_MAX_RANK], count;
+    size_t bytes;
+    resolveShape(r, dims, shape);
+    if (!elementCount(r.rank, shape, count) ||
+        !byteCount(count, r.dtype, bytes))
+      return ctx.fail(RECUR_ERROR_SHAPE, "state '%s' is too large",
+                      nameOr(r.name));
+    void *zeros = trackedAlloc(kAlignment, bytes);
+    if (!zeros)
+      return ctx.fail(RECUR_ERROR_OUT_OF_MEMORY,
+                      "cannot allocate %zu bytes for the zero cotangent of "
+                      "'%s'",
+                      bytes, nameOr(r.name));
+    std::memset(zeros, 0, bytes);
+    copies.add(zeros);
+    argumentBuffers.push_back(zeros);
+    pushMemRef(words, zeros, zeros, r.rank, shape);
+  }
+  return RECUR_OK;
+}
+
+/// Reads the backward kernel's results: one gradient per forward argument.
+recur_status Call::unpackGrads(const std::vector<int64_t> &words) {
+  const int64_t *cursor = words.data();
+  for (int32_t i = 0; i < layer->num_args; ++i) {
+    results.push_back(popMemRef(cursor, layer->args[i].rank));
+    void *allocated = results.back().allocated;
+    if (!isArgument(allocated) && isTracked(allocated))
+      owned.add(allocated);
+  }
+  for (int32_t i = 0; i < layer->num_args; ++i) {
+    const recur_arg_desc &desc = layer->args[i];
+    int64_t expected[RECUR_MAX_RANK], count;
+    resolveShape(desc, dims, expected);
+    if (std::memcmp(expected, results[i].sizes, desc.rank * sizeof(int64_t)))
+      return ctx.fail(RECUR_ERROR_INTERNAL,
+                      "the backward kernel returned the gradient of '%s' of "
+                      "shape %s, expected %s",
+                      nameOr(desc.name),
+                      formatShape(desc.rank, results[i].sizes).c_str(),
+                      formatShape(desc.rank, expected).c_str());
+    elementCount(desc.rank, expected, count);
+    if (count > 0 && !results[i].aligned)
+      return ctx.fail(RECUR_ERROR_INTERNAL,
+                      "the backward kernel returned a NULL gradient for '%s'",
+                      nameOr(desc.name));
+  }
+  return RECUR_OK;
+}
+
+/// Copies each gradient the caller wants into its tensor.
+void Call::copyGrads() const {
+  for (int32_t i = 0; i < layer->num_args; ++i) {
+    const recur_arg_desc &desc = layer->args[i];
+    const recur_tensor *array =
+        desc.role == RECUR_ROLE_INPUT   ? backward->gradInputs
+        : desc.role == RECUR_ROLE_PARAM ? backward->gradParams
+                                        : backward->gradStates;
+    if (!array || !array[desc.index].data)
+      continue;
+    const recur_tensor &out = array[desc.index];
+    const MemRef &ref = results[i];
+    copyView(
+        {ref.first(desc.dtype), desc.dtype, ref.rank, ref.sizes, ref.strides},
+        {static_cast<char *>(out.data), out.dtype, out.rank, out.shape,
+         out.strides});
+  }
+}
+
 recur_status Call::run() {
   if (recur_status status = analyzeLayer(ctx, layer, info))
     return status;
   dims = DimBinding(layer->num_runtime_dims);
-  if (!layer->kernel)
+  recur_kernel_fn kernel = backward ? layer->backward : layer->kernel;
+  if (!kernel && backward)
+    return ctx.fail(RECUR_ERROR_UNSUPPORTED,
+                    "the layer has no backward kernel (recurc could not "
+                    "derive one; it said why when it compiled the layer)");
+  if (!kernel)
     return ctx.fail(RECUR_ERROR_NULL_POINTER, "the layer has no kernel");
   if (isStep && !state)
     return ctx.fail(RECUR_ERROR_NULL_POINTER,
@@ -386,8 +536,18 @@ recur_status Call::run() {
   for (int32_t i = 0; i < layer->num_args; ++i)
     if (recur_status status = packArgument(layer->args[i], st, in))
       return status;
+  if (backward) {
+    if (recur_status status = packCotangents(in))
+      return status;
+    std::vector<int64_t> out(wordCount(layer->args, layer->num_args), 0);
+    kernel(in.data(), out.data());
+    if (recur_status status = unpackGrads(out))
+      return status;
+    copyGrads();
+    return RECUR_OK;
+  }
   std::vector<int64_t> out(wordCount(layer->results, layer->num_results), 0);
-  layer->kernel(in.data(), out.data());
+  kernel(in.data(), out.data());
 
   if (recur_status status = unpackResults(out))
     return status;
@@ -425,6 +585,24 @@ extern "C" recur_status recur_step(const recur_layer_desc *layer,
   return guarded("recur_step", [&] {
     return Call("recur_step", layer, inputs, params, state, outputs,
                 /*isStep=*/true)
+        .run();
+  });
+}
+
+extern "C" recur_status
+recur_backward(const recur_layer_desc *layer, const recur_tensor *inputs,
+               const recur_tensor *params, const recur_state *state,
+               const recur_tensor *d_outputs, const recur_tensor *d_states,
+               const recur_tensor *grad_inputs, const recur_tensor *grad_params,
+               const recur_tensor *grad_states) {
+  return guarded("recur_backward", [&] {
+    BackwardArrays arrays{d_outputs, d_states, grad_inputs, grad_params,
+                          grad_states};
+    // The state is only read: the call starts from it and leaves it as it
+    // was.
+    return Call("recur_backward", layer, inputs, params,
+                const_cast<recur_state *>(state), nullptr, /*isStep=*/false,
+                &arrays)
         .run();
   });
 }

@@ -9,6 +9,7 @@
 #include "recur/Conversion/RecurToLoops/RecurToLoops.h"
 #include "recur/Target/LayerSignature.h"
 #include "recur/Target/Pipelines.h"
+#include "recur/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/InitAllDialects.h"
@@ -39,6 +40,7 @@ void mlir::recur::registerCpuTranslations(DialectRegistry &registry) {
   // register.
   registerAllDialects(registry);
   registerAllExtensions(registry);
+  registerGlueAdjointModels(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   registerOpenMPDialectTranslation(registry);

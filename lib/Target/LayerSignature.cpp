@@ -161,6 +161,10 @@ std::string mlir::recur::kernelSymbol(StringRef layer) {
   return ("recur_" + layer + "_kernel").str();
 }
 
+std::string mlir::recur::backwardSymbol(StringRef layer) {
+  return kernelSymbol((layer + "_backward").str());
+}
+
 std::string mlir::recur::workspaceSymbol(StringRef layer) {
   return ("recur_" + layer + "_workspace").str();
 }
@@ -261,7 +265,8 @@ FailureOr<LayerSignature> mlir::recur::getLayerSignature(func::FuncOp func) {
 
 std::unique_ptr<OwnedLayerDesc>
 mlir::recur::buildLayerDesc(const LayerSignature &sig, recur_kernel_fn kernel,
-                            recur_workspace_fn workspace) {
+                            recur_workspace_fn workspace,
+                            recur_kernel_fn backward) {
   auto owned = std::make_unique<OwnedLayerDesc>();
   auto convert = [](const TensorSignature &t) {
     recur_arg_desc d{};
@@ -304,6 +309,7 @@ mlir::recur::buildLayerDesc(const LayerSignature &sig, recur_kernel_fn kernel,
   d.results = owned->results.data();
   d.kernel = kernel;
   d.workspace = workspace;
+  d.backward = backward;
   return owned;
 }
 
@@ -449,11 +455,15 @@ std::string mlir::recur::emitLayerHeader(const LayerSignature &sig,
   os << "/* The kernel in " << L << ".o; call it through the functions "
      << "below. */\nvoid " << kernelSymbol(L)
      << "(int64_t *in, int64_t *out);\n"
-     << "int64_t " << workspaceSymbol(L)
-     << "(int64_t *in, int64_t threads);\n\n";
+     << "int64_t " << workspaceSymbol(L) << "(int64_t *in, int64_t threads);\n";
+  if (sig.hasBackward)
+    os << "void " << backwardSymbol(L) << "(int64_t *in, int64_t *out);\n";
+  os << "\n";
   emitStruct(os, sig, "inputs", byRole[RECUR_ROLE_INPUT]);
   emitStruct(os, sig, "params", byRole[RECUR_ROLE_PARAM]);
   emitStruct(os, sig, "outputs", byRole[RECUR_ROLE_OUTPUT]);
+  if (sig.hasBackward)
+    emitStruct(os, sig, "states", byRole[RECUR_ROLE_STATE]);
 
   os << "static const char *const recur_" << L << "_runtime_dims_[] = {";
   for (size_t i = 0; i < sig.runtimeDims.size(); ++i)
@@ -471,7 +481,8 @@ std::string mlir::recur::emitLayerHeader(const LayerSignature &sig,
      << ", " << sig.numParams << ", " << sig.numStates << ", " << sig.numOutputs
      << ", " << sig.args.size() << ", recur_" << L << "_args_, "
      << sig.results.size() << ", recur_" << L << "_results_, "
-     << kernelSymbol(L) << ", " << workspaceSymbol(L) << "};\n\n";
+     << kernelSymbol(L) << ", " << workspaceSymbol(L) << ", "
+     << (sig.hasBackward ? backwardSymbol(L) : std::string("0")) << "};\n\n";
 
   std::string in = "const recur_" + L + "_inputs *inputs",
               params = "const recur_" + L + "_params *params",
@@ -515,6 +526,28 @@ std::string mlir::recur::emitLayerHeader(const LayerSignature &sig,
      << "_workspace_size(const int64_t *dims,\n    size_t *bytes) {\n"
      << "  return recur_workspace_size(&recur_" << L
      << "_layer_, dims, bytes);\n}\n\n";
+  if (sig.hasBackward) {
+    std::string states = "const recur_" + L + "_states *";
+    os << "/* Gradients of a forward call from `state` (NULL: the init rules; "
+          "not changed):\n * d_outputs = dL/d(outputs), d_states = "
+          "dL/d(final states) or NULL (zero);\n * writes dL/d(inputs, params, "
+          "initial states) into the grad_ structs (NULL, or\n * a tensor with "
+          "NULL data: not wanted). */\n"
+       << "static inline recur_status recur_" << L << "_backward(" << in << ", "
+       << params << ",\n    const recur_state *state, "
+       << "const recur_" << L << "_outputs *d_outputs,\n    " << states
+       << "d_states, const recur_" << L << "_inputs *grad_inputs,\n    "
+       << "const recur_" << L << "_params *grad_params, " << states
+       << "grad_states) {\n"
+       << "  return recur_backward(&recur_" << L
+       << "_layer_, (const recur_tensor *)inputs,\n"
+       << "      (const recur_tensor *)params, state, (const recur_tensor "
+          "*)d_outputs,\n"
+       << "      (const recur_tensor *)d_states, (const recur_tensor "
+          "*)grad_inputs,\n"
+       << "      (const recur_tensor *)grad_params, (const recur_tensor "
+          "*)grad_states);\n}\n\n";
+  }
   os << "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n#endif /* "
      << guard << " */\n";
   return text;

@@ -7,7 +7,9 @@
 #include "recur/Target/Pipelines.h"
 
 #include "recur/Conversion/Passes.h"
+#include "recur/Transforms/Passes.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -23,6 +25,7 @@ void ensurePassesRegistered() {
   static bool registered = [] {
     registerAllPasses();
     recur::registerRecurConversionPasses();
+    recur::registerRecurTransformsPasses();
     return true;
   }();
   (void)registered;
@@ -99,6 +102,14 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm) {
       "convert-to-llvm,"
       "reconcile-unrealized-casts";
   appendPipeline(pm, kPipeline, "CPU lowering pipeline");
+}
+
+LogicalResult mlir::recur::deriveBackwardFunctions(ModuleOp module) {
+  PassManager pm(module->getContext());
+  RecurDeriveBackwardOptions options;
+  options.allowMissing = true;
+  pm.addPass(createRecurDeriveBackward(options));
+  return pm.run(module);
 }
 
 void mlir::recur::registerRecurPipelines() {

@@ -152,6 +152,42 @@ void scanKernel(int64_t *in, int64_t *out) {
   putResult(out, next, next, 0, {batch, width});
 }
 
+/// The backward of scanKernel<float>: arguments x, a, h, then the
+/// cotangents dy and dlast; results dx, da, dh0. g_t = dy_t + a g_{t+1}
+/// (g after the last step = dlast), dx = g, da = sum g_t h_{t-1},
+/// dh0 = a g_0.
+void scanBackwardKernel(int64_t *in, int64_t *out) {
+  MemRef x = takeArg(in, 3), a = takeArg(in, 1), h = takeArg(in, 2),
+         dy = takeArg(in, 3), dlast = takeArg(in, 2);
+  int64_t batch = x.sizes[0], time = x.sizes[1], width = x.sizes[2];
+  float *dx = kernelAlloc<float>(batch * time * width);
+  float *da = kernelAlloc<float>(width);
+  float *dh = kernelAlloc<float>(batch * width);
+  std::vector<float> states(time + 1);
+  for (int64_t d = 0; d < width; ++d)
+    da[d] = 0;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t d = 0; d < width; ++d) {
+      float ad = a.data<float>()[d];
+      states[0] = h.data<float>()[b * width + d];
+      for (int64_t t = 0; t < time; ++t)
+        states[t + 1] =
+            ad * states[t] + x.data<float>()[(b * time + t) * width + d];
+      float g = dlast.data<float>()[b * width + d];
+      for (int64_t t = time - 1; t >= 0; --t) {
+        int64_t i = (b * time + t) * width + d;
+        g += dy.data<float>()[i];
+        dx[i] = g;
+        da[d] += g * states[t];
+        g *= ad;
+      }
+      dh[b * width + d] = g;
+    }
+  putResult(out, dx, dx, 0, {batch, time, width});
+  putResult(out, da, da, 0, {width});
+  putResult(out, dh, dh, 0, {batch, width});
+}
+
 /// scanKernel's workspace bound: what it allocates, exactly.
 int64_t scanWorkspace(int64_t *in, int64_t threads) {
   EXPECT_GE(threads, 1);
@@ -348,6 +384,7 @@ const Layer &scanLayer() {
                scanArgs(RECUR_F32, kWidth, RECUR_INIT_ZEROS, 0),
                scanResults(RECUR_F32, kWidth), scanKernel<float>);
     scan.desc.workspace = scanWorkspace;
+    scan.desc.backward = scanBackwardKernel;
     return scan;
   }();
   return layer;
@@ -1544,6 +1581,92 @@ TEST(RuntimeWorkspace, BoundsWhatACallAllocates) {
     EXPECT_LE(withoutState, bytes);
     EXPECT_GE(withState, kernel); // the bound is not loose here
   }
+}
+
+TEST(RuntimeBackward, GradientsFromAStateOrTheInitRules) {
+  // B = 2 rows, T = 5, a direct float loop for the expected gradients.
+  ScanCall call(2, 5);
+  std::vector<float> dy = values(2 * 5 * kWidth, 0.3f, -0.2f),
+                     dlast = values(2 * kWidth, -0.5f, 0.25f),
+                     h0 = values(2 * kWidth, 1.5f, 0.5f);
+  auto expected = [&](bool fromState, bool withDlast, std::vector<float> &dx,
+                      std::vector<float> &da, std::vector<float> &dh) {
+    dx.assign(2 * 5 * kWidth, 0);
+    da.assign(kWidth, 0);
+    dh.assign(2 * kWidth, 0);
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t d = 0; d < kWidth; ++d) {
+        float ad = call.a[d], st[6];
+        st[0] = fromState ? h0[b * kWidth + d] : 0.0f;
+        for (int64_t t = 0; t < 5; ++t)
+          st[t + 1] = ad * st[t] + call.x[(b * 5 + t) * kWidth + d];
+        float g = withDlast ? dlast[b * kWidth + d] : 0.0f;
+        for (int64_t t = 4; t >= 0; --t) {
+          g += dy[(b * 5 + t) * kWidth + d];
+          dx[(b * 5 + t) * kWidth + d] = g;
+          da[d] += g * st[t];
+          g *= ad;
+        }
+        dh[b * kWidth + d] = g;
+      }
+  };
+  StateHandle state = makeState(scanLayer(), 2);
+  recur_tensor view;
+  ASSERT_OK(recur_state_view(state.get(), 0, &view));
+  std::memcpy(view.data, h0.data(), h0.size() * sizeof(float));
+
+  recur_tensor x = call.input(), a = call.param();
+  recur_tensor dyT = tensor(dy.data(), RECUR_F32, call.shapeX());
+  recur_tensor dlastT = tensor(dlast.data(), RECUR_F32, {2, kWidth});
+  std::vector<float> gx(dy.size(), -1), ga(kWidth, -1), gh(h0.size(), -1);
+  recur_tensor gxT = tensor(gx.data(), RECUR_F32, call.shapeX()),
+               gaT = tensor(ga.data(), RECUR_F32, {kWidth}),
+               ghT = tensor(gh.data(), RECUR_F32, {2, kWidth});
+  std::vector<float> ex, ea, eh;
+
+  // From the state, with the final state's cotangent.
+  ASSERT_OK(recur_backward(scanLayer().get(), &x, &a, state.get(), &dyT,
+                           &dlastT, &gxT, &gaT, &ghT));
+  expected(true, true, ex, ea, eh);
+  EXPECT_EQ(gx, ex);
+  EXPECT_EQ(ga, ea);
+  EXPECT_EQ(gh, eh);
+  // The state is read, not changed.
+  EXPECT_EQ(stateData(state.get()), h0);
+
+  // From the init rules (zeros), no final-state cotangent (NULL: zero),
+  // only dx wanted (a NULL array, a tensor with NULL data).
+  std::fill(gx.begin(), gx.end(), -1.0f);
+  std::fill(ga.begin(), ga.end(), -1.0f);
+  recur_tensor noA = gaT;
+  noA.data = nullptr;
+  ASSERT_OK(recur_backward(scanLayer().get(), &x, &a, nullptr, &dyT, nullptr,
+                           &gxT, &noA, nullptr));
+  expected(false, false, ex, ea, eh);
+  EXPECT_EQ(gx, ex);
+  EXPECT_EQ(ga, std::vector<float>(kWidth, -1.0f)); // not written
+}
+
+TEST(RuntimeBackward, Errors) {
+  ScanCall call(2, 5);
+  recur_tensor x = call.input(), a = call.param(), y = call.output();
+  std::vector<float> g(2 * 5 * kWidth);
+  recur_tensor gx = tensor(g.data(), RECUR_F32, call.shapeX());
+  EXPECT_RECUR_ERROR(recur_backward(scanLayer().get(), &x, &a, nullptr, nullptr,
+                                    nullptr, &gx, nullptr, nullptr),
+                     RECUR_ERROR_NULL_POINTER, "d_outputs is NULL");
+  std::vector<float> shortDy(2 * 4 * kWidth);
+  recur_tensor dy = tensor(shortDy.data(), RECUR_F32, {2, 4, kWidth});
+  EXPECT_RECUR_ERROR(recur_backward(scanLayer().get(), &x, &a, nullptr, &dy,
+                                    nullptr, &gx, nullptr, nullptr),
+                     RECUR_ERROR_SHAPE, "dimension T is 5 in 'x' but 4 in 'y'");
+  recur_tensor badGrad = tensor(g.data(), RECUR_F64, call.shapeX());
+  EXPECT_RECUR_ERROR(recur_backward(scanLayer().get(), &x, &a, nullptr, &y,
+                                    nullptr, &badGrad, nullptr, nullptr),
+                     RECUR_ERROR_DTYPE, "grad_input 'x' has dtype f64");
+  EXPECT_RECUR_ERROR(recur_backward(badShapeLayer().get(), &x, &a, nullptr, &y,
+                                    nullptr, &gx, nullptr, nullptr),
+                     RECUR_ERROR_UNSUPPORTED, "has no backward kernel");
 }
 
 TEST(RuntimeWorkspace, Errors) {

@@ -9,6 +9,7 @@
 
 #include "Recur/IR/Recur.h"
 #include "recur/Conversion/Passes.h"
+#include "recur/Transforms/Passes.h"
 #include "recur/Target/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -20,11 +21,13 @@
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::recur::registerRecurConversionPasses();
+  mlir::recur::registerRecurTransformsPasses();
   mlir::recur::registerRecurPipelines();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  mlir::recur::registerGlueAdjointModels(registry);
   registry.insert<mlir::recur::RecurDialect>();
 
   return mlir::asMainReturnCode(mlir::MlirOptMain(

@@ -23,6 +23,8 @@
 #include "recur/Runtime/recur_rt.h"
 #include "recur/Target/CpuTarget.h"
 #include "recur/Target/LayerSignature.h"
+#include "recur/Target/Pipelines.h"
+#include "recur/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -100,6 +102,18 @@ cl::opt<bool> stream(
              "dimension: three segments against the oracle, chained; "
              "nothing for a layer without state)"),
     cl::cat(runCategory));
+cl::opt<bool> gradcheck(
+    "gradcheck",
+    cl::desc("Also derive the layer's backward and compare it, in float64, "
+             "with central finite differences of the forward for every "
+             "input, param and initial state; print max_grad_rel_err"),
+    cl::cat(runCategory));
+cl::opt<double> gradTolerance(
+    "grad-tolerance",
+    cl::desc("The largest max_grad_rel_err accepted (default 1e-8: central "
+             "differences with Richardson extrapolation in float64 agree "
+             "with a right gradient to about 1e-10)"),
+    cl::init(1e-8), cl::cat(runCategory));
 cl::opt<unsigned> repeat("repeat",
                          cl::desc("Timed runs; time_ms is their median"),
                          cl::init(5), cl::cat(runCategory));
@@ -515,6 +529,176 @@ double compare(std::vector<HostTensor> &outs, std::vector<HostTensor> &finals,
   return worst;
 }
 
+//===----------------------------------------------------------------------===//
+// Gradient check
+//===----------------------------------------------------------------------===//
+
+/// Directional derivatives below this are compared absolutely: a
+/// derivative that vanishes is roundoff on both sides.
+constexpr double kGradFloor = 1e-10;
+
+/// Re <w, r>: the loss whose gradient the check compares, summed over the
+/// results (outputs, then final states).
+double innerProduct(const std::vector<HostTensor> &ws,
+                    const std::vector<HostTensor> &rs) {
+  double sum = 0.0;
+  for (size_t k = 0; k < ws.size(); ++k)
+    for (size_t i = 0; i < ws[k].values.size(); ++i)
+      sum += (std::conj(ws[k].values[i]) * rs[k].values[i]).real();
+  return sum;
+}
+
+/// The layer's results on the run's tensors: outputs then final states.
+Expected<std::vector<HostTensor>> forwardResults(Run &run) {
+  std::vector<HostTensor> outputs = run.makeOutputs();
+  std::vector<recur_tensor> in = run.views(run.inputs),
+                            out = run.views(outputs);
+  recur_state *state = run.newState(run.states);
+  if (!state)
+    return createStringError(recur_last_error());
+  recur_status status = run.call(false, in, state, out);
+  std::vector<HostTensor> finals = run.stateValues(state);
+  recur_state_destroy(state);
+  if (status != RECUR_OK)
+    return createStringError(recur_last_error());
+  for (HostTensor &o : outputs)
+    readBack(o);
+  for (HostTensor &f : finals)
+    outputs.push_back(std::move(f));
+  return outputs;
+}
+
+/// Compares recur_backward with central differences (Richardson-
+/// extrapolated) of Re <w, results> along random and coordinate directions
+/// of every float input, param and initial state. Returns the worst
+/// relative error, or -1 after an error.
+double checkGradients(Run &run, double tol) {
+  // Random cotangents of the results.
+  std::vector<HostTensor> ws = run.makeOutputs();
+  for (HostTensor &s : run.states)
+    ws.push_back(makeTensor(*s.sig, s.shape));
+  for (HostTensor &w : ws)
+    setValues(w, run.randomValues(*w.sig, w.numel(), 1.0));
+
+  // The backward's gradients.
+  std::vector<HostTensor> gradIn, gradParams, gradStates;
+  for (HostTensor &t : run.inputs)
+    gradIn.push_back(makeTensor(*t.sig, t.shape));
+  for (HostTensor &t : run.params)
+    gradParams.push_back(makeTensor(*t.sig, t.shape));
+  for (HostTensor &t : run.states)
+    gradStates.push_back(makeTensor(*t.sig, t.shape));
+  std::vector<HostTensor> dOut(ws.begin(), ws.begin() + run.sig.numOutputs),
+      dStates(ws.begin() + run.sig.numOutputs, ws.end());
+  std::vector<recur_tensor> in = run.views(run.inputs),
+                            p = run.views(run.params), dOutV = run.views(dOut),
+                            dStV = run.views(dStates), gIn = run.views(gradIn),
+                            gP = run.views(gradParams),
+                            gS = run.views(gradStates);
+  recur_state *state = run.newState(run.states);
+  if (!state) {
+    runtimeFail("recur_state_create");
+    return -1.0;
+  }
+  recur_status status =
+      recur_backward(run.desc, in.data(), p.data(), state, dOutV.data(),
+                     dStV.data(), gIn.data(), gP.data(), gS.data());
+  recur_state_destroy(state);
+  if (status != RECUR_OK) {
+    runtimeFail("recur_backward");
+    return -1.0;
+  }
+
+  struct Checked {
+    std::vector<HostTensor> *values;
+    std::vector<HostTensor> *grads;
+    const char *role;
+  };
+  double worst = 0.0;
+  std::normal_distribution<double> normal;
+  for (const Checked &c : {Checked{&run.inputs, &gradIn, "input"},
+                           Checked{&run.params, &gradParams, "param"},
+                           Checked{&run.states, &gradStates, "initial state"}})
+    for (size_t k = 0; k < c.values->size(); ++k) {
+      HostTensor &t = (*c.values)[k];
+      HostTensor &g = (*c.grads)[k];
+      readBack(g);
+      if (t.sig->dtype == RECUR_BOOL || t.sig->dtype == RECUR_I32 ||
+          t.numel() == 0)
+        continue;
+      bool complex = isComplexType(t.sig->dtype);
+      std::vector<Complex> base = t.values;
+      double scale = 0.0;
+      for (Complex v : base)
+        scale = std::max(scale, std::abs(v));
+      double h = 1e-4 * std::max(scale, 1.0);
+      // Three random directions and three coordinates.
+      std::vector<std::vector<Complex>> dirs;
+      for (int d = 0; d < 3; ++d) {
+        std::vector<Complex> v(base.size());
+        for (Complex &x : v)
+          x = complex ? Complex(normal(run.rng), normal(run.rng))
+                      : Complex(normal(run.rng), 0.0);
+        dirs.push_back(std::move(v));
+      }
+      for (int d = 0; d < 3; ++d) {
+        std::vector<Complex> v(base.size(), 0.0);
+        v[std::uniform_int_distribution<size_t>(0, base.size() - 1)(run.rng)] =
+            complex && d == 2 ? Complex(0.0, 1.0) : 1.0;
+        dirs.push_back(std::move(v));
+      }
+      double err = 0.0, mag = 0.0;
+      for (const std::vector<Complex> &v : dirs) {
+        auto lossAt = [&](double step) -> Expected<double> {
+          std::vector<Complex> moved(base);
+          for (size_t i = 0; i < moved.size(); ++i)
+            moved[i] += step * v[i];
+          setValues(t, moved);
+          auto r = forwardResults(run);
+          setValues(t, base);
+          if (!r)
+            return r.takeError();
+          return innerProduct(ws, *r);
+        };
+        auto central = [&](double step) -> Expected<double> {
+          auto plus = lossAt(step), minus = lossAt(-step);
+          if (!plus)
+            return plus.takeError();
+          if (!minus)
+            return minus.takeError();
+          return (*plus - *minus) / (2.0 * step);
+        };
+        auto d1 = central(h), d2 = central(h / 2);
+        if (!d1 || !d2) {
+          fail("the forward failed: " +
+               toString(d1 ? d2.takeError() : d1.takeError()));
+          return -1.0;
+        }
+        double fd = (4.0 * *d2 - *d1) / 3.0, an = 0.0;
+        for (size_t i = 0; i < v.size(); ++i)
+          an += (std::conj(g.values[i]) * v[i]).real();
+        err = std::max(err, std::abs(fd - an));
+        mag = std::max({mag, std::abs(fd), std::abs(an)});
+      }
+      // Relative to the larger of the two, with a floor for derivatives
+      // that vanish (roundoff of a sum that cancels exactly).
+      double rel = err / std::max(mag, kGradFloor);
+      if (getenv("RECUR_GRAD_DEBUG"))
+        errs() << "  err " << err << " mag " << mag << "\n";
+      if (std::isnan(rel))
+        rel = INFINITY;
+      outs() << "grad " << c.role << " " << t.sig->name << " " << shapeText(t)
+             << "\n";
+      outs() << "max_grad_rel_err: " << format("%.3g", rel) << "\n";
+      if (!(rel <= tol))
+        WithColor::error(errs(), "recur-run")
+            << t.sig->name << ": max_grad_rel_err " << format("%.3g", rel)
+            << " exceeds the tolerance " << format("%.3g", tol) << "\n";
+      worst = std::max(worst, rel);
+    }
+  return worst;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -537,7 +721,8 @@ int main(int argc, char **argv) {
 
   recur::frontend::CompileOptions options;
   options.layer = layerName;
-  options.promoteToF64 = promoteF64;
+  // Finite differences need float64 to mean anything.
+  options.promoteToF64 = promoteF64 || gradcheck;
   if (std::optional<std::string> error =
           recur::frontend::setGlaOverrides(options, glaAlgorithm, glaChunk))
     return fail(*error);
@@ -560,6 +745,11 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::recur::registerCpuTranslations(registry);
   mlir::MLIRContext context(registry);
+  // The compiler's own diagnostics (errors, and the remark of a layer with
+  // no backward) at their places in the spec.
+  llvm::SourceMgr diagnosticSources;
+  mlir::SourceMgrDiagnosticHandler diagnostics(diagnosticSources, &context);
+  context.printOpOnDiagnostic(false);
   std::string ioError;
   mlir::OwningOpRef<mlir::ModuleOp> ir =
       recur::frontend::compileSpecFile(inputFile, context, options, ioError);
@@ -582,6 +772,17 @@ int main(int argc, char **argv) {
   // The kernel, compiled as recurc compiles it, then JIT-linked.
   mlir::OwningOpRef<mlir::ModuleOp> lowered(
       cast<mlir::ModuleOp>((*ir)->clone()));
+  bool hasBackward = false;
+  if (gradcheck) {
+    // The remark says why when the layer has no backward yet.
+    if (failed(mlir::recur::deriveBackwardFunctions(*lowered)))
+      return EXIT_FAILURE;
+    hasBackward = static_cast<bool>(lowered->lookupSymbol(
+        (sig->name + mlir::recur::kBackwardSuffix).str()));
+    if (!hasBackward)
+      return fail("--gradcheck: layer '" + sig->name +
+                  "' has no backward (see the remark above)");
+  }
   auto llvmContext = std::make_unique<LLVMContext>();
   auto llvmModule = mlir::recur::lowerToLLVMIR(*lowered, *llvmContext);
   if (failed(llvmModule))
@@ -609,9 +810,16 @@ int main(int argc, char **argv) {
   auto bound = (*jit)->lookup(mlir::recur::workspaceSymbol(sig->name));
   if (!bound)
     return fail(toString(bound.takeError()));
-  auto desc =
-      mlir::recur::buildLayerDesc(*sig, symbol->toPtr<recur_kernel_fn>(),
-                                  bound->toPtr<recur_workspace_fn>());
+  recur_kernel_fn backwardFn = nullptr;
+  if (hasBackward) {
+    auto backward = (*jit)->lookup(mlir::recur::backwardSymbol(sig->name));
+    if (!backward)
+      return fail(toString(backward.takeError()));
+    backwardFn = backward->toPtr<recur_kernel_fn>();
+  }
+  auto desc = mlir::recur::buildLayerDesc(
+      *sig, symbol->toPtr<recur_kernel_fn>(),
+      bound->toPtr<recur_workspace_fn>(), backwardFn);
   if (threads > 0)
     recur_set_num_threads(threads);
 
@@ -818,6 +1026,19 @@ int main(int argc, char **argv) {
       WithColor::error(errs(), "recur-run")
           << "stream_max_rel_err " << format("%.3g", worst)
           << " exceeds the tolerance " << format("%.3g", tol) << "\n";
+    }
+  }
+  if (gradcheck) {
+    double worst = checkGradients(run, gradTolerance);
+    if (worst < 0.0)
+      return EXIT_FAILURE;
+    outs() << "max_grad_rel_err: " << format("%.3g", worst) << "\n";
+    if (!(worst <= gradTolerance)) {
+      ok = false;
+      WithColor::error(errs(), "recur-run")
+          << "max_grad_rel_err " << format("%.3g", worst)
+          << " exceeds the tolerance "
+          << format("%.3g", gradTolerance.getValue()) << "\n";
     }
   }
   return ok ? EXIT_SUCCESS : EXIT_FAILURE;

@@ -18,8 +18,11 @@
 #include "recur/Frontend/Parser.h"
 #include "recur/Target/CpuTarget.h"
 #include "recur/Target/LayerSignature.h"
+#include "recur/Target/Pipelines.h"
+#include "recur/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
@@ -72,10 +75,12 @@ cl::opt<Emit> emit(
 enum class Backend { None, CPU };
 cl::opt<Backend>
     target("target", cl::desc("Compile for a backend"), cl::init(Backend::None),
-           cl::values(clEnumValN(Backend::CPU, "cpu",
-                                 "x86-64 object code linked with librecur_rt; "
-                                 "without --emit, -o names a directory that "
-                                 "receives <layer>.o and <layer>.h")),
+           cl::values(clEnumValN(
+               Backend::CPU, "cpu",
+               "x86-64 object code linked with librecur_rt; "
+               "without --emit, -o names a directory that "
+               "receives <layer>.o and <layer>.h (forward, step and, where "
+               "it can be derived, backward)")),
            cl::cat(recurcCategory));
 
 cl::opt<std::string> glaAlgorithm(
@@ -152,12 +157,19 @@ std::string sourceName() {
 int compileForCpu(mlir::ModuleOp ir, mlir::MLIRContext &context) {
   if (emit == Emit::Obj && outputFile == "-")
     return fail("--emit=obj writes an object file: give it -o FILE");
+  // Each layer's backward beside it, where it can be derived.
+  if (failed(mlir::recur::deriveBackwardFunctions(ir)))
+    return EXIT_FAILURE;
   std::vector<mlir::recur::LayerSignature> signatures;
   for (auto func : ir.getOps<mlir::func::FuncOp>()) {
+    if (func.getSymName().ends_with(mlir::recur::kBackwardSuffix))
+      continue;
     FailureOr<mlir::recur::LayerSignature> sig =
         mlir::recur::getLayerSignature(func);
     if (failed(sig))
       return EXIT_FAILURE;
+    sig->hasBackward = static_cast<bool>(ir.lookupSymbol(
+        (func.getSymName() + mlir::recur::kBackwardSuffix).str()));
     signatures.push_back(std::move(*sig));
   }
   std::string targetName = "x86-64 (cpu " + cpuName + ")";
@@ -183,7 +195,8 @@ int compileForCpu(mlir::ModuleOp ir, mlir::MLIRContext &context) {
       mlir::OwningOpRef<mlir::ModuleOp> one(cast<mlir::ModuleOp>(ir->clone()));
       for (auto func :
            llvm::make_early_inc_range(one->getOps<mlir::func::FuncOp>()))
-        if (func.getSymName() != sig.name)
+        if (func.getSymName() != sig.name &&
+            func.getSymName() != sig.name + mlir::recur::kBackwardSuffix.str())
           func.erase();
       modules.push_back(std::move(one));
     }
@@ -268,6 +281,11 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::recur::registerCpuTranslations(registry);
   mlir::MLIRContext context(registry);
+  // The compiler's own diagnostics (errors, and the remark of a layer with
+  // no backward) at their places in the spec.
+  llvm::SourceMgr diagnosticSources;
+  mlir::SourceMgrDiagnosticHandler diagnostics(diagnosticSources, &context);
+  context.printOpOnDiagnostic(false);
   std::string ioError;
   mlir::OwningOpRef<mlir::ModuleOp> ir =
       compileSpecFile(inputFile, context, options, ioError);

@@ -20,7 +20,9 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "Recur/IR/Adjoint.h"
 #include "Recur/IR/RecurDialect.h.inc"
+#include "Recur/IR/RecurInterfaces.h.inc"
 #include "Recur/IR/RecurEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES

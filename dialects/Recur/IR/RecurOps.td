@@ -11,6 +11,7 @@
 #define RECUR_DIALECT_RECUR_IR_RECUROPS_TD
 
 include "Recur/IR/RecurBase.td"
+include "Recur/IR/RecurInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -19,7 +20,8 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 // Scans
 //===----------------------------------------------------------------------===//
 
-def Recur_LinearScanOp : Recur_Op<"linear_scan", [Pure, InferTypeOpAdaptor]> {
+def Recur_LinearScanOp : Recur_Op<"linear_scan", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Recur_AdjointOpInterface>]> {
   let summary = "elementwise linear recurrence h_t = a_t * h_{t-1} + b_t";
   let description = [{
     Runs the first-order linear recurrence
@@ -442,7 +444,8 @@ def Recur_MemoryUpdateOp : Recur_Op<"memory_update",
 }
 
 def Recur_StopGradientOp : Recur_Op<"stop_gradient",
-    [Pure, SameOperandsAndResultType]> {
+    [Pure, SameOperandsAndResultType,
+     DeclareOpInterfaceMethods<Recur_AdjointOpInterface>]> {
   let summary = "identity in the forward pass, zero gradient in the backward";
   let description = [{
     Returns its operand unchanged; reverse-mode differentiation sends no

@@ -182,6 +182,10 @@ typedef struct recur_layer_desc {
   const recur_arg_desc *results;
   recur_kernel_fn kernel;
   recur_workspace_fn workspace; /* NULL: recur_workspace_size is unsupported */
+  /* The backward kernel (`in`: the kernel's arguments, then one cotangent
+   * per kernel result; `out`: one gradient per kernel argument), or NULL
+   * when the layer has none. */
+  recur_kernel_fn backward;
 } recur_layer_desc;
 
 /*===-------------------------------------------------------------------===*
@@ -236,6 +240,27 @@ recur_status recur_step(const recur_layer_desc *layer,
                         const recur_tensor *inputs,
                         const recur_tensor *params, recur_state *state,
                         const recur_tensor *outputs);
+
+/* The gradients of a whole-sequence recur_forward call, by the backward
+ * kernel recurc derived from the layer (it recomputes the forward). `state`
+ * is the state the forward started from (NULL: the init rules); it is read,
+ * not changed. `d_outputs` holds the cotangent of each output (dL/dy);
+ * `d_states` that of each final state, or is NULL (a tensor with NULL data:
+ * zero). The call writes dL/d(input), dL/d(param) and dL/d(initial state)
+ * into `grad_inputs`, `grad_params` and `grad_states` (arrays in declaration
+ * order shaped like the tensors they differentiate, the states with their
+ * batch rows; a NULL array or a tensor with NULL data is not wanted).
+ * Complex gradients are dL/dx + i dL/dy. RECUR_ERROR_UNSUPPORTED when the
+ * layer has no backward kernel. */
+recur_status recur_backward(const recur_layer_desc *layer,
+                            const recur_tensor *inputs,
+                            const recur_tensor *params,
+                            const recur_state *state,
+                            const recur_tensor *d_outputs,
+                            const recur_tensor *d_states,
+                            const recur_tensor *grad_inputs,
+                            const recur_tensor *grad_params,
+                            const recur_tensor *grad_states);
 
 /* An upper bound on the bytes one recur_forward or recur_step call
  * allocates (the kernel's buffers, its results among them, and the

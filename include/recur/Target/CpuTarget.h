@@ -1,4 +1,5 @@
-//===- CpuTarget.h - layer functions to CPU object code ----------*- C++ -*-===//
+//===- CpuTarget.h - layer functions to CPU object code ----------*- C++
+//-*-===//
 //
 // Part of the Recur project.
 //

@@ -1,4 +1,5 @@
-//===- LayerSignature.h - a layer's interface as the runtime sees it -*- C++ -*-===//
+//===- LayerSignature.h - a layer's interface as the runtime sees it -*- C++
+//-*-===//
 //
 // Part of the Recur project.
 //
@@ -61,6 +62,9 @@ struct LayerSignature {
   std::vector<TensorSignature> args, results;
   /// A hash of everything above: saved states carry it.
   uint64_t id = 0;
+  /// Whether the module has the layer's backward function
+  /// (`recur_<layer>_backward_kernel`).
+  bool hasBackward = false;
 };
 
 /// Reads the signature of the layer function `func` (as the front end
@@ -80,7 +84,8 @@ struct OwnedLayerDesc {
 };
 std::unique_ptr<OwnedLayerDesc>
 buildLayerDesc(const LayerSignature &signature, recur_kernel_fn kernel,
-               recur_workspace_fn workspace);
+               recur_workspace_fn workspace,
+               recur_kernel_fn backward = nullptr);
 
 /// The C header `<layer>.h` of the layer's object: the runtime descriptor,
 /// typed structs of its inputs, params and outputs, and inline wrappers of
@@ -90,6 +95,9 @@ std::string emitLayerHeader(const LayerSignature &signature,
 
 /// The kernel entry recurc generates for a layer: `recur_<layer>_kernel`.
 std::string kernelSymbol(llvm::StringRef layer);
+
+/// The backward kernel of a layer: `recur_<layer>_backward_kernel`.
+std::string backwardSymbol(llvm::StringRef layer);
 
 /// Its workspace bound (`recur_workspace_fn`): `recur_<layer>_workspace`.
 std::string workspaceSymbol(llvm::StringRef layer);

@@ -7,7 +7,10 @@
 #ifndef RECUR_TARGET_PIPELINES_H
 #define RECUR_TARGET_PIPELINES_H
 
+#include "mlir/Support/LLVM.h"
+
 namespace mlir {
+class ModuleOp;
 class OpPassManager;
 
 namespace recur {
@@ -22,6 +25,11 @@ void buildReferenceLoweringPipeline(OpPassManager &pm);
 /// parallel dimensions of linalg glue on OpenMP, buffers allocated through
 /// librecur_rt. Registered as `recur-cpu-to-llvm`.
 void buildCpuLoweringPipeline(OpPassManager &pm);
+
+/// Adds `F_backward` beside each layer F of `module` that can be
+/// differentiated (recur-derive-backward{allow-missing}: a layer using an op
+/// without an adjoint gets a remark saying so, and no backward).
+LogicalResult deriveBackwardFunctions(ModuleOp module);
 
 /// Registers the pipelines above with the pass registry
 /// (`--recur-reference-to-llvm`).

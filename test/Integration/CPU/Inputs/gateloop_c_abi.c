@@ -170,6 +170,44 @@ int main(void) {
   check(rowErr < 1e-5 && otherDiff > 1e-3,
         "reset row restarts, other rows carry on");
 
+  /* Backward from the init rules (no state): dL/dx of L = sum(wy * y),
+   * against central differences of the float64 loop at a few elements. */
+  static float wy[B][T][D], gx[B][T][D];
+  for (int i = 0; i < B * T * D; ++i)
+    (&wy[0][0][0])[i] = uniform();
+  recur_GateLoopMaxHeaded_outputs dOut = {
+      recur_tensor_contiguous(wy, RECUR_F32, 3, xs)};
+  recur_GateLoopMaxHeaded_inputs gIn = {
+      recur_tensor_contiguous(gx, RECUR_F32, 3, xs)};
+  check(recur_GateLoopMaxHeaded_backward(&in, &params, NULL, &dOut, NULL,
+                                         &gIn, NULL, NULL) == RECUR_OK,
+        "backward");
+  double gradErr = 0, gradScale = 0;
+  for (int i = 0; i < B * T * D; ++i)
+    gradScale = fmax(gradScale, fabs((&gx[0][0][0])[i]));
+  for (int k = 0; k < 6; ++k) {
+    int i = (int)((uniform() + 1.0f) * 0.5f * (B * T * D - 1));
+    float *xi = &(&x[0][0][0])[i], saved = *xi;
+    double loss[2], at[2];
+    for (int side = 0; side < 2; ++side) {
+      *xi = saved + (side ? -1e-3f : 1e-3f);
+      at[side] = *xi;
+      reference();
+      loss[side] = 0;
+      for (int j = 0; j < B * T * D; ++j)
+        loss[side] += (double)(&wy[0][0][0])[j] * (&yref[0][0][0])[j];
+    }
+    *xi = saved;
+    double fd = (loss[0] - loss[1]) / (at[0] - at[1]);
+    gradErr = fmax(gradErr, fabs(fd - (&gx[0][0][0])[i]));
+  }
+  reference();
+  /* f32 kernels against float64 differences with steps of 1e-3: about
+   * 1e-6 of the largest gradient; 1e-4 leaves room. */
+  printf("backward max_rel_err: %.2e\n", gradErr / gradScale);
+  check(gradScale > 0 && gradErr / gradScale < 1e-4,
+        "backward matches differences of the float64 loop");
+
   /* Errors: each returns a status and a message, and the host goes on. */
   int64_t bad[3] = {B, T, D + 1};
   recur_GateLoopMaxHeaded_inputs badShape = {
@@ -196,6 +234,17 @@ int main(void) {
   printf("foreign: %s: %s\n", recur_status_name(s), recur_last_error());
   s = recur_GateLoopMaxHeaded_step(&in, &params, state, &out);
   printf("step length: %s: %s\n", recur_status_name(s), recur_last_error());
+  recur_layer_desc forwardOnly = *recur_GateLoopMaxHeaded_layer();
+  forwardOnly.backward = NULL;
+  s = recur_backward(&forwardOnly, (const recur_tensor *)&in,
+                     (const recur_tensor *)&params, NULL,
+                     (const recur_tensor *)&dOut, NULL,
+                     (const recur_tensor *)&gIn, NULL, NULL);
+  printf("no backward: %s: %s\n", recur_status_name(s), recur_last_error());
+  s = recur_GateLoopMaxHeaded_backward(&in, &params, NULL, NULL, NULL, &gIn,
+                                       NULL, NULL);
+  printf("null cotangent: %s: %s\n", recur_status_name(s),
+         recur_last_error());
 
   recur_state_destroy(state);
   recur_state_destroy(dec);

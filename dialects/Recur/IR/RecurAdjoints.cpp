@@ -1,0 +1,245 @@
+//===- RecurAdjoints.cpp - reverse-mode adjoints of the recur ops --------===//
+//
+// Part of the Recur project.
+//
+// AdjointOpInterface::buildAdjoint of each differentiable recur op: the
+// cotangents of its operands from those of its results, as recur ops and
+// elementwise linalg glue (so the backward lowers like any layer).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Recur/IR/Recur.h"
+
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+
+using namespace mlir;
+using namespace mlir::recur;
+
+namespace {
+
+/// conj(x) for a complex scalar, x for a real one.
+Value conjScalar(OpBuilder &b, Location loc, Value x) {
+  if (isa<ComplexType>(x.getType()))
+    return complex::ConjOp::create(b, loc, x);
+  return x;
+}
+
+/// x * y where x may be the real part type of a complex y.
+Value mulScalars(OpBuilder &b, Location loc, Value x, Value y) {
+  auto cy = dyn_cast<ComplexType>(y.getType());
+  if (!cy)
+    return arith::MulFOp::create(b, loc, x, y);
+  if (!isa<ComplexType>(x.getType())) {
+    Value zero = arith::ConstantOp::create(
+        b, loc, cast<TypedAttr>(b.getZeroAttr(cy.getElementType())));
+    x = complex::CreateOp::create(b, loc, cy, x, zero);
+  }
+  return complex::MulOp::create(b, loc, x, y);
+}
+
+/// One of scalar `type`.
+Value oneScalar(OpBuilder &b, Location loc, Type type) {
+  if (auto complex = dyn_cast<ComplexType>(type)) {
+    Type part = complex.getElementType();
+    return complex::ConstantOp::create(
+        b, loc, complex,
+        b.getArrayAttr({b.getFloatAttr(part, 1.0), b.getFloatAttr(part, 0.0)}));
+  }
+  return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 1.0));
+}
+
+/// A tensor of ones shaped like `like` but `size` long along `axis`.
+Value onesAlong(OpBuilder &b, Location loc, Value like, int64_t axis,
+                int64_t size) {
+  auto type = cast<RankedTensorType>(like.getType());
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, like);
+  sizes[axis] = b.getIndexAttr(size);
+  Value empty = tensor::EmptyOp::create(b, loc, sizes, type.getElementType());
+  return linalg::FillOp::create(b, loc,
+                                oneScalar(b, loc, type.getElementType()), empty)
+      .getResult(0);
+}
+
+/// The slice of `tensor` at position `pos` of `axis`, without that axis.
+Value takeAlong(OpBuilder &b, Location loc, Value tensor, int64_t axis,
+                OpFoldResult pos) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  AxisRange r = rangeAlong(b, loc, tensor, axis, pos, b.getIndexAttr(1));
+  SmallVector<int64_t> shape(type.getShape());
+  shape.erase(shape.begin() + axis);
+  auto resultType = RankedTensorType::get(shape, type.getElementType());
+  return tensor::ExtractSliceOp::create(b, loc, resultType, tensor, r.offsets,
+                                        r.sizes, r.strides);
+}
+
+/// `part` (the type of `into` without `axis`) written at `pos` of `axis`.
+Value putAlong(OpBuilder &b, Location loc, Value part, Value into, int64_t axis,
+               OpFoldResult pos) {
+  AxisRange r = rangeAlong(b, loc, into, axis, pos, b.getIndexAttr(1));
+  return tensor::InsertSliceOp::create(b, loc, part, into, r.offsets, r.sizes,
+                                       r.strides);
+}
+
+/// `values` (of rank r) written into `into` from `pos` of `axis`.
+Value putRange(OpBuilder &b, Location loc, Value values, Value into,
+               int64_t axis, OpFoldResult pos) {
+  AxisRange r = rangeAlong(b, loc, values, axis, pos,
+                           tensor::getMixedSize(b, loc, values, axis));
+  return tensor::InsertSliceOp::create(b, loc, values, into, r.offsets, r.sizes,
+                                       r.strides);
+}
+
+/// A generic over the shape of `fulls[0]` (rank r) reading `prefixes`
+/// (tensors shaped like `prefixLike`, of rank p <= r: the leading dimensions,
+/// broadcast over the trailing ones) and `fulls`, computing body(prefix
+/// scalars, full scalars). It writes a tensor of `fulls[0]`'s shape, or with
+/// `reduce` one of `prefixLike`'s shape, summing over the trailing
+/// dimensions.
+Value prefixGeneric(
+    OpBuilder &b, Location loc, Value prefixLike, ValueRange prefixes,
+    ValueRange fulls, bool reduce, Type elementType,
+    function_ref<Value(OpBuilder &, Location, ValueRange, ValueRange)> body) {
+  int64_t r = cast<RankedTensorType>(fulls[0].getType()).getRank();
+  int64_t p = cast<RankedTensorType>(prefixLike.getType()).getRank();
+  AffineMap identity = b.getMultiDimIdentityMap(r);
+  AffineMap lead =
+      AffineMap::get(r, 0, identity.getResults().take_front(p), b.getContext());
+  SmallVector<utils::IteratorType> iterators(r, utils::IteratorType::parallel);
+  Value init;
+  if (reduce) {
+    for (int64_t d = p; d < r; ++d)
+      iterators[d] = utils::IteratorType::reduction;
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, prefixLike);
+    init = linalg::FillOp::create(
+               b, loc, zeroScalar(b, loc, elementType),
+               tensor::EmptyOp::create(b, loc, sizes, elementType).getResult())
+               .getResult(0);
+  } else {
+    init = tensor::EmptyOp::create(
+        b, loc, tensor::getMixedSizes(b, loc, fulls[0]), elementType);
+  }
+  SmallVector<Value> inputs(prefixes);
+  llvm::append_range(inputs, fulls);
+  SmallVector<AffineMap> maps(prefixes.size(), lead);
+  maps.append(fulls.size(), identity);
+  maps.push_back(reduce ? lead : identity);
+  size_t np = prefixes.size(), nf = fulls.size();
+  auto generic = linalg::GenericOp::create(
+      b, loc, init.getType(), inputs, init, maps, iterators,
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value v = body(nb, nl, args.take_front(np), args.slice(np, nf));
+        if (reduce)
+          v = addScalars(nb, nl, args.back(), v);
+        linalg::YieldOp::create(nb, nl, v);
+      });
+  return generic.getResult(0);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// linear_scan
+//===----------------------------------------------------------------------===//
+
+// h_t = a_t h_{t-1} + b_t (t forward; backward for `reverse`). With g_t the
+// whole cotangent of h_t:
+//   g_t = dh_t + conj(a_{t+1}) g_{t+1},  g after the last step = dlast
+//     (a reverse scan over the decays shifted by one, 1 at the end)
+//   db_t = g_t,  da_t = sum over broadcast dims of g_t conj(h_{t-1})
+//     (its real part for a real decay of a complex state),
+//   dinit = conj(a_0) g_0.
+LogicalResult LinearScanOp::buildAdjoint(OpBuilder &b,
+                                         AdjointBuilder &adjoint) {
+  Value dh = adjoint.getCotangent(getH());
+  Value dlast = adjoint.getCotangent(getLast());
+  if (!dh && !dlast)
+    return success();
+  Location loc = getLoc();
+  int64_t axis = getAxis();
+  bool reverse = getReverse();
+  Value a = getA(), bIn = getB();
+  auto aType = cast<RankedTensorType>(a.getType());
+  auto bType = cast<RankedTensorType>(bIn.getType());
+  Type aElem = aType.getElementType(), bElem = bType.getElementType();
+  if (!dh)
+    dh = zerosLike(b, loc, bIn);
+
+  // The decays of the adjoint scan: conj(a) shifted one step towards the
+  // end the forward scan starts from, 1 where it has no successor.
+  OpFoldResult steps = tensor::getMixedSize(b, loc, a, axis);
+  Value stepsV = getValueOrCreateConstantIndexOp(b, loc, steps);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  Value rest = arith::SubIOp::create(b, loc, stepsV, c1);
+  Value aConj = a;
+  if (isa<ComplexType>(aElem))
+    aConj = elementwise(b, loc, {a}, aElem,
+                        [](OpBuilder &nb, Location nl, ValueRange args) {
+                          return conjScalar(nb, nl, args[0]);
+                        });
+  Value one = onesAlong(b, loc, a, axis, 1);
+  Value shifted = reverse ? concatAlong(b, loc, one,
+                                        sliceAlong(b, loc, aConj, axis,
+                                                   b.getIndexAttr(0), rest),
+                                        axis)
+                          : concatAlong(b, loc,
+                                        sliceAlong(b, loc, aConj, axis,
+                                                   b.getIndexAttr(1), rest),
+                                        one, axis);
+  auto scan = LinearScanOp::create(b, loc, shifted, dh, dlast,
+                                   b.getI64IntegerAttr(axis),
+                                   reverse ? UnitAttr() : b.getUnitAttr());
+  Value g = scan.getH(), gFirst = scan.getLast();
+  adjoint.addCotangent(bIn, g);
+
+  // The states each step started from: init (or zeros), then h shifted.
+  Value start = getInit();
+  Value hPrev = zerosLike(b, loc, bIn);
+  OpFoldResult initPos = reverse ? OpFoldResult(rest) : b.getIndexAttr(0);
+  if (start)
+    hPrev = putAlong(b, loc, start, hPrev, axis, initPos);
+  hPrev =
+      reverse
+          ? putRange(b, loc,
+                     sliceAlong(b, loc, getH(), axis, b.getIndexAttr(1), rest),
+                     hPrev, axis, b.getIndexAttr(0))
+          : putRange(b, loc,
+                     sliceAlong(b, loc, getH(), axis, b.getIndexAttr(0), rest),
+                     hPrev, axis, b.getIndexAttr(1));
+  // da = sum over the broadcast dims of g conj(hprev) (real part for a
+  // real decay of a complex state).
+  bool realOfComplex = aElem != bElem;
+  Value da = prefixGeneric(
+      b, loc, a, {}, {g, hPrev}, /*reduce=*/true, aElem,
+      [&](OpBuilder &nb, Location nl, ValueRange, ValueRange f) {
+        Value v =
+            isa<ComplexType>(bElem)
+                ? complex::MulOp::create(nb, nl, f[0], conjScalar(nb, nl, f[1]))
+                      .getResult()
+                : arith::MulFOp::create(nb, nl, f[0], f[1]).getResult();
+        return realOfComplex ? complex::ReOp::create(nb, nl, v).getResult() : v;
+      });
+  adjoint.addCotangent(a, da);
+
+  // dinit = conj(a at the first step taken) g there.
+  if (start) {
+    Value aFirst = takeAlong(b, loc, a, axis,
+                             reverse ? OpFoldResult(rest) : b.getIndexAttr(0));
+    Value dinit = prefixGeneric(
+        b, loc, aFirst, {aFirst}, {gFirst}, /*reduce=*/false, bElem,
+        [&](OpBuilder &nb, Location nl, ValueRange p, ValueRange f) {
+          return mulScalars(nb, nl, conjScalar(nb, nl, p[0]), f[0]);
+        });
+    adjoint.addCotangent(start, dinit);
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// stop_gradient
+//===----------------------------------------------------------------------===//
+
+LogicalResult StopGradientOp::buildAdjoint(OpBuilder &, AdjointBuilder &) {
+  return success(); // nothing flows back through it
+}
