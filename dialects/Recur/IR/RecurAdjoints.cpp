@@ -137,6 +137,72 @@ Value prefixGeneric(
   return generic.getResult(0);
 }
 
+/// Forwards an AdjointBuilder, reading the cotangent of `from` (a result
+/// of a generic built to stand for an op) as that of `to` (the op's).
+class Renamed : public AdjointBuilder {
+public:
+  Renamed(AdjointBuilder &inner, Value from, Value to)
+      : inner(inner), from(from), to(to) {}
+  Value getCotangent(Value value) override {
+    return inner.getCotangent(value == from ? to : value);
+  }
+  void addCotangent(Value value, Value cotangent) override {
+    inner.addCotangent(value, cotangent);
+  }
+
+private:
+  AdjointBuilder &inner;
+  Value from, to;
+};
+
+/// The adjoint of an elementwise op through the linalg.generic that
+/// computes the same thing over the shape of `like` (operands broadcast by
+/// numpy rules, aligned on the trailing dimensions): the generic's own
+/// adjoint (an external model) does the work, and the generic itself is
+/// dead afterwards.
+LogicalResult adjointThroughGeneric(
+    OpBuilder &b, Location loc, Value result, ValueRange operands,
+    AdjointBuilder &adjoint,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  auto type = cast<RankedTensorType>(result.getType());
+  int64_t rank = type.getRank();
+  SmallVector<AffineMap> maps;
+  for (Value operand : operands) {
+    auto opType = cast<RankedTensorType>(operand.getType());
+    SmallVector<AffineExpr> exprs;
+    int64_t lead = rank - opType.getRank();
+    for (int64_t d = 0; d < opType.getRank(); ++d)
+      exprs.push_back(opType.getDimSize(d) == 1 &&
+                              type.getDimSize(lead + d) != 1
+                          ? b.getAffineConstantExpr(0)
+                          : b.getAffineDimExpr(lead + d));
+    maps.push_back(AffineMap::get(rank, 0, exprs, b.getContext()));
+  }
+  maps.push_back(b.getMultiDimIdentityMap(rank));
+  Value init = tensor::EmptyOp::create(
+      b, loc, tensor::getMixedSizes(b, loc, operands.front()),
+      type.getElementType());
+  auto generic = linalg::GenericOp::create(
+      b, loc, type, operands, init, maps,
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        linalg::YieldOp::create(nb, nl, body(nb, nl, args.drop_back()));
+      });
+  auto model = dyn_cast<AdjointOpInterface>(generic.getOperation());
+  if (!model)
+    return emitError(loc, "no adjoint for linalg.generic is registered");
+  Renamed renamed(adjoint, generic.getResult(0), result);
+  return model.buildAdjoint(b, renamed);
+}
+
+Value sigmoidScalar(OpBuilder &b, Location loc, Value x) {
+  Type type = x.getType();
+  Value one = arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 1.0));
+  Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+  return arith::DivFOp::create(b, loc, one,
+                               arith::AddFOp::create(b, loc, one, e));
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -234,6 +300,62 @@ LogicalResult LinearScanOp::buildAdjoint(OpBuilder &b,
     adjoint.addCotangent(start, dinit);
   }
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// gate
+//===----------------------------------------------------------------------===//
+
+// Elementwise: the adjoint of the same formula written as a generic.
+LogicalResult GateOp::buildAdjoint(OpBuilder &b, AdjointBuilder &adjoint) {
+  if (!adjoint.getCotangent(getResult()))
+    return success();
+  SmallVector<Value> operands = {getState(), getCandidate()};
+  llvm::append_range(operands, getGates());
+  GateKind kind = getKind();
+  double inputBias = getInputBiasOrDefault();
+  double forgetBias = getForgetBiasOrDefault();
+  return adjointThroughGeneric(
+      b, getLoc(), getResult(), operands, adjoint,
+      [&](OpBuilder &nb, Location nl, ValueRange v) -> Value {
+        Type type = v[0].getType();
+        auto cst = [&](double x) {
+          return arith::ConstantOp::create(nb, nl, nb.getFloatAttr(type, x));
+        };
+        auto mul = [&](Value x, Value y) {
+          return arith::MulFOp::create(nb, nl, x, y).getResult();
+        };
+        auto add = [&](Value x, Value y) {
+          return arith::AddFOp::create(nb, nl, x, y).getResult();
+        };
+        Value c = v[0], z = v[1];
+        switch (kind) {
+        case GateKind::Fixed: {
+          Value g = sigmoidScalar(nb, nl, v[2]);
+          return add(mul(c, g),
+                     mul(z, arith::SubFOp::create(nb, nl, cst(1.0), g)));
+        }
+        case GateKind::Lstm: {
+          Value i = sigmoidScalar(nb, nl, add(v[2], cst(inputBias)));
+          Value f = sigmoidScalar(nb, nl, add(v[3], cst(forgetBias)));
+          return add(mul(c, f), mul(z, i));
+        }
+        case GateKind::Update: {
+          Value u = sigmoidScalar(nb, nl, v[2]);
+          return add(mul(u, z),
+                     mul(arith::SubFOp::create(nb, nl, cst(1.0), u), c));
+        }
+        }
+        llvm_unreachable("unknown gate kind");
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// memory_update
+//===----------------------------------------------------------------------===//
+
+LogicalResult MemoryUpdateOp::buildAdjoint(OpBuilder &, AdjointBuilder &) {
+  return success(); // stop-gradient by definition: nothing flows back
 }
 
 //===----------------------------------------------------------------------===//

@@ -180,7 +180,8 @@ def Recur_GatedLinearAttentionOp : Recur_Op<"gated_linear_attention",
 //===----------------------------------------------------------------------===//
 
 def Recur_GateOp : Recur_Op<"gate", [Pure,
-    AllTypesMatch<["state", "candidate", "result"]>]> {
+    AllTypesMatch<["state", "candidate", "result"]>,
+    DeclareOpInterfaceMethods<Recur_AdjointOpInterface>]> {
   let summary = "gated state update (fixed, lstm or update gate)";
   let description = [{
     Combines the carried state `c` with a candidate `z` elementwise. The gate
@@ -419,7 +420,8 @@ def Recur_BlockRecurrenceOp : Recur_Op<"block_recurrence", [
 }
 
 def Recur_MemoryUpdateOp : Recur_Op<"memory_update",
-    [Pure, InferTypeOpAdaptor]> {
+    [Pure, InferTypeOpAdaptor,
+     DeclareOpInterfaceMethods<Recur_AdjointOpInterface>]> {
   let summary = "segment memory: keep the last positions, without gradient";
   let description = [{
     Concatenates `memory` `[..., M, ...]` and the new states `new`

@@ -4,14 +4,14 @@
 // An op with no adjoint yet is an error naming it; with allow-missing the
 // layer gets a remark and no backward function, and the others still do.
 
-func.func @gated(%c: tensor<2x8x4xf32>, %z: tensor<2x8x4xf32>, %bg: tensor<4xf32>) -> tensor<2x8x4xf32> {
-  // expected-error @+1 {{'recur.gate' has no adjoint: the layer cannot be differentiated yet}}
-  %r = recur.gate <fixed> %c, %z, gates(%bg : tensor<4xf32>) : tensor<2x8x4xf32>
-  return %r : tensor<2x8x4xf32>
+func.func @routed(%probs: tensor<2x8x4xf32>) -> tensor<2x8x2xf32> {
+  // expected-error @+1 {{'recur.route_topk' has no adjoint: the layer cannot be differentiated yet}}
+  %gates, %idx = recur.route_topk %probs top 2 : tensor<2x8x4xf32>
+  return %gates : tensor<2x8x2xf32>
 }
 
-// ALLOW: remark: no backward for layer 'gated': 'recur.gate' has no adjoint
-// ALLOW-NOT: func.func @gated_backward
+// ALLOW: remark: no backward for layer 'routed': 'recur.route_topk' has no adjoint
+// ALLOW-NOT: func.func @routed_backward
 // ALLOW: func.func @plain_backward
 // -----
 
