@@ -137,14 +137,18 @@ Value prefixGeneric(
   return generic.getResult(0);
 }
 
-/// Forwards an AdjointBuilder, reading the cotangent of `from` (a result
-/// of a generic built to stand for an op) as that of `to` (the op's).
+/// Forwards an AdjointBuilder, reading the cotangent of each `from` value
+/// (a result of ops built to stand for an op) as that of the op's result it
+/// stands for.
 class Renamed : public AdjointBuilder {
 public:
-  Renamed(AdjointBuilder &inner, Value from, Value to)
-      : inner(inner), from(from), to(to) {}
+  Renamed(AdjointBuilder &inner, ArrayRef<std::pair<Value, Value>> names)
+      : inner(inner), names(names) {}
   Value getCotangent(Value value) override {
-    return inner.getCotangent(value == from ? to : value);
+    for (auto [from, to] : names)
+      if (value == from)
+        return inner.getCotangent(to);
+    return inner.getCotangent(value);
   }
   void addCotangent(Value value, Value cotangent) override {
     inner.addCotangent(value, cotangent);
@@ -152,8 +156,26 @@ public:
 
 private:
   AdjointBuilder &inner;
-  Value from, to;
+  SmallVector<std::pair<Value, Value>> names;
 };
+
+/// The adjoint of an op through ops that compute the same results
+/// (`decomposed`, in order; `names` pairs their results with the op's):
+/// each one's adjoint, last first. The decomposed forward ops are dead
+/// afterwards unless an adjoint reads them.
+LogicalResult adjointThroughOps(OpBuilder &b, ArrayRef<Operation *> decomposed,
+                                ArrayRef<std::pair<Value, Value>> names,
+                                AdjointBuilder &adjoint) {
+  Renamed renamed(adjoint, names);
+  for (Operation *op : llvm::reverse(decomposed)) {
+    auto model = dyn_cast<AdjointOpInterface>(op);
+    if (!model)
+      return op->emitError("no adjoint for '") << op->getName() << "'";
+    if (failed(model.buildAdjoint(b, renamed)))
+      return failure();
+  }
+  return success();
+}
 
 /// The adjoint of an elementwise op through the linalg.generic that
 /// computes the same thing over the shape of `like` (operands broadcast by
@@ -188,11 +210,8 @@ LogicalResult adjointThroughGeneric(
       [&](OpBuilder &nb, Location nl, ValueRange args) {
         linalg::YieldOp::create(nb, nl, body(nb, nl, args.drop_back()));
       });
-  auto model = dyn_cast<AdjointOpInterface>(generic.getOperation());
-  if (!model)
-    return emitError(loc, "no adjoint for linalg.generic is registered");
-  Renamed renamed(adjoint, generic.getResult(0), result);
-  return model.buildAdjoint(b, renamed);
+  return adjointThroughOps(b, {generic.getOperation()},
+                           {{generic.getResult(0), result}}, adjoint);
 }
 
 Value sigmoidScalar(OpBuilder &b, Location loc, Value x) {
@@ -300,6 +319,87 @@ LogicalResult LinearScanOp::buildAdjoint(OpBuilder &b,
     adjoint.addCotangent(start, dinit);
   }
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// gated_linear_attention
+//===----------------------------------------------------------------------===//
+
+// Through its definition: b = k (x) v, S = linear_scan(a, b, init), y =
+// Re(sum_i q_i S_i). This keeps every state S_t for the reverse scan
+// (O(T dk dv) memory); a backward that keeps states only at chunk
+// boundaries is still to come.
+LogicalResult GatedLinearAttentionOp::buildAdjoint(OpBuilder &b,
+                                                   AdjointBuilder &adjoint) {
+  if (!adjoint.getCotangent(getY()) && !adjoint.getCotangent(getState()))
+    return success();
+  Location loc = getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value q = getQ(), k = getK(), v = getV();
+  auto qType = cast<RankedTensorType>(q.getType());
+  int64_t r = qType.getRank(), t = r - 2;
+  Type real = qType.getElementType();
+  Type stateElem = cast<RankedTensorType>(getA().getType()).getElementType();
+  bool complexState = isa<ComplexType>(stateElem);
+  auto dims = [&](int64_t n) {
+    SmallVector<AffineExpr> e;
+    for (int64_t d = 0; d < n; ++d)
+      e.push_back(getAffineDimExpr(d, ctx));
+    return e;
+  };
+  auto mapOf = [&](int64_t numDims, ArrayRef<AffineExpr> results) {
+    return AffineMap::get(numDims, 0, results, ctx);
+  };
+
+  // b[..., t, i, j] = k[..., t, i] v[..., t, j] over loops (..., t, i, j).
+  SmallVector<AffineExpr> l = dims(r + 1);
+  SmallVector<AffineExpr> lead(l.begin(), l.begin() + t + 1); // ..., t
+  SmallVector<AffineExpr> kIdx(lead), vIdx(lead);
+  kIdx.push_back(l[r - 1]);
+  vIdx.push_back(l[r]);
+  SmallVector<OpFoldResult> bSizes = tensor::getMixedSizes(b, loc, k);
+  bSizes.push_back(tensor::getMixedSize(b, loc, v, r - 1));
+  Value bInit = tensor::EmptyOp::create(b, loc, bSizes, stateElem);
+  auto outer = linalg::GenericOp::create(
+      b, loc, bInit.getType(), ValueRange{k, v}, bInit,
+      {mapOf(r + 1, kIdx), mapOf(r + 1, vIdx), mapOf(r + 1, l)},
+      SmallVector<utils::IteratorType>(r + 1, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value p = arith::MulFOp::create(nb, nl, args[0], args[1]);
+        if (complexState)
+          p = complex::CreateOp::create(nb, nl, stateElem, p,
+                                        zeroScalar(nb, nl, real));
+        linalg::YieldOp::create(nb, nl, p);
+      });
+  auto scan =
+      LinearScanOp::create(b, loc, getA(), outer.getResult(0), getInit(),
+                           b.getI64IntegerAttr(t), UnitAttr());
+
+  // y[..., t, j] = sum_i q[..., t, i] Re(S[..., t, i, j]) over loops
+  // (..., t, j, i).
+  SmallVector<AffineExpr> qIdx(lead), sIdx(lead), yIdx(lead);
+  qIdx.push_back(l[r]);
+  sIdx.push_back(l[r]);
+  sIdx.push_back(l[r - 1]);
+  yIdx.push_back(l[r - 1]);
+  Value yInit = zerosLike(b, loc, getY());
+  SmallVector<utils::IteratorType> iterators(r + 1,
+                                             utils::IteratorType::parallel);
+  iterators[r] = utils::IteratorType::reduction;
+  auto readout = linalg::GenericOp::create(
+      b, loc, yInit.getType(), ValueRange{q, scan.getH()}, yInit,
+      {mapOf(r + 1, qIdx), mapOf(r + 1, sIdx), mapOf(r + 1, yIdx)}, iterators,
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value s = args[1];
+        if (complexState)
+          s = complex::ReOp::create(nb, nl, s);
+        Value p = arith::MulFOp::create(nb, nl, args[0], s);
+        Value sum = arith::AddFOp::create(nb, nl, args[2], p);
+        linalg::YieldOp::create(nb, nl, sum);
+      });
+  return adjointThroughOps(
+      b, {outer.getOperation(), scan.getOperation(), readout.getOperation()},
+      {{readout.getResult(0), getY()}, {scan.getLast(), getState()}}, adjoint);
 }
 
 //===----------------------------------------------------------------------===//

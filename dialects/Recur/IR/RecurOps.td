@@ -131,7 +131,8 @@ def Recur_YieldOp : Recur_Op<"yield", [Pure, ReturnLike, Terminator,
 }
 
 def Recur_GatedLinearAttentionOp : Recur_Op<"gated_linear_attention",
-    [Pure, InferTypeOpAdaptor]> {
+    [Pure, InferTypeOpAdaptor,
+     DeclareOpInterfaceMethods<Recur_AdjointOpInterface>]> {
   let summary = "matrix-state linear recurrence read out by queries";
   let description = [{
     Gated linear attention with an outer-product matrix state per leading
