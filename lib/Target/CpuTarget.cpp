@@ -12,6 +12,7 @@
 #include "recur/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Pass/PassManager.h"
@@ -145,6 +146,23 @@ mlir::recur::lowerToLLVMIR(ModuleOp module, llvm::LLVMContext &context) {
   buildCpuLoweringPipeline(pm);
   if (failed(pm.run(module)))
     return failure();
+  // The front end's argument attributes (recur.name, recur.role, ...) have
+  // served (LayerSignature read them before lowering); LLVM has no use for
+  // them.
+  module.walk([](LLVM::LLVMFuncOp func) {
+    auto keep = [](ArrayRef<NamedAttribute> attrs) {
+      SmallVector<NamedAttribute> kept;
+      for (NamedAttribute a : attrs)
+        if (!a.getName().getValue().starts_with("recur."))
+          kept.push_back(a);
+      return kept;
+    };
+    auto fn = cast<FunctionOpInterface>(func.getOperation());
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      fn.setArgAttrs(i, keep(fn.getArgAttrs(i)));
+    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+      fn.setResultAttrs(i, keep(fn.getResultAttrs(i)));
+  });
 
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, context, "recur");

@@ -45,6 +45,7 @@
 #include <cmath>
 #include <complex>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -533,18 +534,26 @@ double compare(std::vector<HostTensor> &outs, std::vector<HostTensor> &finals,
 // Gradient check
 //===----------------------------------------------------------------------===//
 
-/// Directional derivatives below this are compared absolutely: a
-/// derivative that vanishes is roundoff on both sides.
-constexpr double kGradFloor = 1e-10;
+/// The error of a central difference is at least its roundoff,
+/// about kRoundoffFactor * eps * sum |w r| / h (the loss summed in float64,
+/// differences of it divided by the step). A directional derivative is
+/// compared relative to the larger of its size and that roundoff divided by
+/// kNoiseTolerance, so a derivative that is small or vanishes (a key bias
+/// under softmax's shift invariance) is judged by what differences can
+/// resolve, and any error above the roundoff still shows.
+constexpr double kRoundoffFactor = 16.0;
+constexpr double kNoiseTolerance = 1e-8;
 
 /// Re <w, r>: the loss whose gradient the check compares, summed over the
 /// results (outputs, then final states).
 double innerProduct(const std::vector<HostTensor> &ws,
-                    const std::vector<HostTensor> &rs) {
+                    const std::vector<HostTensor> &rs, bool absolute = false) {
   double sum = 0.0;
   for (size_t k = 0; k < ws.size(); ++k)
-    for (size_t i = 0; i < ws[k].values.size(); ++i)
-      sum += (std::conj(ws[k].values[i]) * rs[k].values[i]).real();
+    for (size_t i = 0; i < ws[k].values.size(); ++i) {
+      Complex term = std::conj(ws[k].values[i]) * rs[k].values[i];
+      sum += absolute ? std::abs(term) : term.real();
+    }
   return sum;
 }
 
@@ -608,6 +617,14 @@ double checkGradients(Run &run, double tol) {
     runtimeFail("recur_backward");
     return -1.0;
   }
+
+  // The scale of the loss's roundoff.
+  auto baseResults = forwardResults(run);
+  if (!baseResults) {
+    fail("the forward failed: " + toString(baseResults.takeError()));
+    return -1.0;
+  }
+  double lossScale = innerProduct(ws, *baseResults, /*absolute=*/true);
 
   struct Checked {
     std::vector<HostTensor> *values;
@@ -680,11 +697,9 @@ double checkGradients(Run &run, double tol) {
         err = std::max(err, std::abs(fd - an));
         mag = std::max({mag, std::abs(fd), std::abs(an)});
       }
-      // Relative to the larger of the two, with a floor for derivatives
-      // that vanish (roundoff of a sum that cancels exactly).
-      double rel = err / std::max(mag, kGradFloor);
-      if (getenv("RECUR_GRAD_DEBUG"))
-        errs() << "  err " << err << " mag " << mag << "\n";
+      double roundoff = kRoundoffFactor *
+                        std::numeric_limits<double>::epsilon() * lossScale / h;
+      double rel = err / std::max(mag, roundoff / kNoiseTolerance);
       if (std::isnan(rel))
         rel = INFINITY;
       outs() << "grad " << c.role << " " << t.sig->name << " " << shapeText(t)

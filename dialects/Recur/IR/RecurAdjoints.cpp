@@ -12,7 +12,11 @@
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+
+#include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::recur;
@@ -400,6 +404,206 @@ LogicalResult GatedLinearAttentionOp::buildAdjoint(OpBuilder &b,
   return adjointThroughOps(
       b, {outer.getOperation(), scan.getOperation(), readout.getOperation()},
       {{readout.getResult(0), getY()}, {scan.getLast(), getState()}}, adjoint);
+}
+
+//===----------------------------------------------------------------------===//
+// attention
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A linalg.generic over `numLoops` loops reading `inputs` through `maps`
+/// and writing `init` through `outMap`, for the attention decompositions.
+linalg::GenericOp
+attentionGeneric(OpBuilder &b, Location loc, ValueRange inputs,
+                 ArrayRef<AffineMap> maps, Value init, AffineMap outMap,
+                 ArrayRef<utils::IteratorType> iterators,
+                 function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  SmallVector<AffineMap> all(maps);
+  all.push_back(outMap);
+  return linalg::GenericOp::create(
+      b, loc, init.getType(), inputs, init, all, iterators,
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        linalg::YieldOp::create(nb, nl, body(nb, nl, args));
+      });
+}
+
+/// A tensor of `elem` with `sizes`, filled with `value`.
+Value filled(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+             Type elem, double value) {
+  Value empty = tensor::EmptyOp::create(b, loc, sizes, elem);
+  Value v = arith::ConstantOp::create(b, loc, b.getFloatAttr(elem, value));
+  return linalg::FillOp::create(b, loc, v, empty).getResult(0);
+}
+
+} // namespace
+
+// Through its definition, with the scores of every (query, key) pair
+// (O(Tq Tk) memory): s = scale q k^T, hidden keys at -inf, the row max as a
+// stop-gradient shift (softmax does not depend on it), e = exp(s - max) (0 for
+// hidden keys and rows that see none), p = e / sum(e) (0 for such rows),
+// out = p v. A tiled backward that keeps no score matrix is still to come.
+LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, AdjointBuilder &adjoint) {
+  if (!adjoint.getCotangent(getResult()))
+    return success();
+  Location loc = getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value q = getQ(), k = getK(), v = getV(), padding = getKeyPadding();
+  auto qType = cast<RankedTensorType>(q.getType());
+  Type elem = qType.getElementType();
+  int64_t r = qType.getRank(), n = r - 2; // leading dims
+  if (!getScale() && qType.isDynamicDim(r - 1))
+    return emitError("cannot differentiate attention with a dynamic head "
+                     "width and no scale");
+  double scale =
+      getScale()
+          ? getScale()->convertToDouble()
+          : 1.0 / std::sqrt(static_cast<double>(qType.getDimSize(r - 1)));
+  MaskKind mask = getMask();
+  int64_t slots =
+      getMemorySlots() ? static_cast<int64_t>(*getMemorySlots()) : 0;
+  auto idx = [&](unsigned numDims, ArrayRef<int64_t> dims) {
+    SmallVector<AffineExpr> e;
+    for (int64_t d = 0; d < n; ++d)
+      e.push_back(getAffineDimExpr(d, ctx));
+    for (int64_t d : dims)
+      e.push_back(getAffineDimExpr(d, ctx));
+    return AffineMap::get(numDims, 0, e, ctx);
+  };
+  using utils::IteratorType;
+  auto iters = [&](unsigned numDims, bool lastReduces) {
+    SmallVector<IteratorType> it(numDims, IteratorType::parallel);
+    if (lastReduces)
+      it.back() = IteratorType::reduction;
+    return it;
+  };
+  SmallVector<OpFoldResult> qSizes = tensor::getMixedSizes(b, loc, q);
+  SmallVector<OpFoldResult> rowSizes(qSizes.begin(), qSizes.end() - 1);
+  SmallVector<OpFoldResult> scoreSizes(rowSizes);
+  scoreSizes.push_back(tensor::getMixedSize(b, loc, k, r - 2));
+  Value tq = getValueOrCreateConstantIndexOp(b, loc, qSizes[r - 2]);
+  Value tk = getValueOrCreateConstantIndexOp(b, loc, scoreSizes[r - 1]);
+  const int64_t I = n, J = n + 1, C = n + 2;
+  auto cst = [&](OpBuilder &nb, Location nl, double x) {
+    return arith::ConstantOp::create(nb, nl, nb.getFloatAttr(elem, x));
+  };
+  SmallVector<Operation *> ops;
+
+  // Raw scores over (..., i, j, c): sum_c q[i, c] k[j, c].
+  auto raw = attentionGeneric(
+      b, loc, {q, k}, {idx(n + 3, {I, C}), idx(n + 3, {J, C})},
+      filled(b, loc, scoreSizes, elem, 0.0), idx(n + 3, {I, J}),
+      iters(n + 3, true), [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value p = arith::MulFOp::create(nb, nl, a[0], a[1]);
+        return arith::AddFOp::create(nb, nl, a[2], p).getResult();
+      });
+  ops.push_back(raw);
+
+  // Scaled, hidden keys at -inf, over (..., i, j).
+  SmallVector<Value> maskedIn = {raw.getResult(0)};
+  SmallVector<AffineMap> maskedMaps = {idx(n + 2, {I, J})};
+  if (padding) {
+    maskedIn.push_back(padding);
+    maskedMaps.push_back(idx(n + 2, {J}));
+  }
+  auto masked = attentionGeneric(
+      b, loc, maskedIn, maskedMaps,
+      tensor::EmptyOp::create(b, loc, scoreSizes, elem), idx(n + 2, {I, J}),
+      iters(n + 2, false), [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value i = linalg::IndexOp::create(nb, nl, I);
+        Value j = linalg::IndexOp::create(nb, nl, J);
+        auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) {
+          return arith::CmpIOp::create(nb, nl, p, x, y).getResult();
+        };
+        Value visible = arith::ConstantIntOp::create(nb, nl, 1, 1);
+        if (mask == MaskKind::Causal) {
+          Value last = arith::AddIOp::create(
+              nb, nl, i, arith::SubIOp::create(nb, nl, tk, tq));
+          visible = cmp(arith::CmpIPredicate::sle, j, last);
+        } else if (mask == MaskKind::Memory) {
+          Value m = arith::ConstantIndexOp::create(nb, nl, slots);
+          visible = arith::OrIOp::create(
+              nb, nl, cmp(arith::CmpIPredicate::sge, i, m),
+              arith::OrIOp::create(nb, nl, cmp(arith::CmpIPredicate::eq, j, i),
+                                   cmp(arith::CmpIPredicate::sge, j, m)));
+        }
+        if (padding)
+          visible = arith::AndIOp::create(
+              nb, nl, visible,
+              arith::XOrIOp::create(
+                  nb, nl, a[1], arith::ConstantIntOp::create(nb, nl, 1, 1)));
+        Value scaled = arith::MulFOp::create(nb, nl, a[0], cst(nb, nl, scale));
+        return arith::SelectOp::create(
+                   nb, nl, visible, scaled,
+                   cst(nb, nl, -std::numeric_limits<double>::infinity()))
+            .getResult();
+      });
+  ops.push_back(masked);
+  Value s = masked.getResult(0);
+
+  // The row max, a stop-gradient shift.
+  auto rowMax = attentionGeneric(
+      b, loc, {s}, {idx(n + 2, {I, J})},
+      filled(b, loc, rowSizes, elem, -std::numeric_limits<double>::infinity()),
+      idx(n + 2, {I}), iters(n + 2, true),
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        return arith::MaximumFOp::create(nb, nl, a[1], a[0]).getResult();
+      });
+  ops.push_back(rowMax);
+  auto shift = StopGradientOp::create(b, loc, rowMax.getResult(0));
+  ops.push_back(shift);
+
+  // e = exp(s - max), 0 where hidden or the row sees no key.
+  auto isNegInf = [&](OpBuilder &nb, Location nl, Value x) {
+    return arith::CmpFOp::create(
+        nb, nl, arith::CmpFPredicate::OEQ, x,
+        cst(nb, nl, -std::numeric_limits<double>::infinity()));
+  };
+  auto expd = attentionGeneric(
+      b, loc, {s, shift.getResult()}, {idx(n + 2, {I, J}), idx(n + 2, {I})},
+      tensor::EmptyOp::create(b, loc, scoreSizes, elem), idx(n + 2, {I, J}),
+      iters(n + 2, false), [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value none = isNegInf(nb, nl, a[1]);
+        Value d =
+            arith::SelectOp::create(nb, nl, none, cst(nb, nl, 0.0),
+                                    arith::SubFOp::create(nb, nl, a[0], a[1]));
+        Value e = math::ExpOp::create(nb, nl, d);
+        return arith::SelectOp::create(nb, nl, none, cst(nb, nl, 0.0), e)
+            .getResult();
+      });
+  ops.push_back(expd);
+  Value e = expd.getResult(0);
+  auto rowSum = attentionGeneric(
+      b, loc, {e}, {idx(n + 2, {I, J})}, filled(b, loc, rowSizes, elem, 0.0),
+      idx(n + 2, {I}), iters(n + 2, true),
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        return arith::AddFOp::create(nb, nl, a[1], a[0]).getResult();
+      });
+  ops.push_back(rowSum);
+  auto probs = attentionGeneric(
+      b, loc, {e, rowSum.getResult(0)}, {idx(n + 2, {I, J}), idx(n + 2, {I})},
+      tensor::EmptyOp::create(b, loc, scoreSizes, elem), idx(n + 2, {I, J}),
+      iters(n + 2, false), [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value zero = cst(nb, nl, 0.0);
+        Value empty = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
+                                            a[1], zero);
+        Value den =
+            arith::SelectOp::create(nb, nl, empty, cst(nb, nl, 1.0), a[1]);
+        return arith::DivFOp::create(nb, nl, a[0], den).getResult();
+      });
+  ops.push_back(probs);
+
+  // out[..., i, c] = sum_j p[i, j] v[j, c] over (..., i, c, j).
+  auto out = attentionGeneric(
+      b, loc, {probs.getResult(0), v},
+      {idx(n + 3, {I, I + 2}), idx(n + 3, {I + 2, I + 1})},
+      zerosLike(b, loc, getResult()), idx(n + 3, {I, I + 1}),
+      iters(n + 3, true), [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value p = arith::MulFOp::create(nb, nl, a[0], a[1]);
+        return arith::AddFOp::create(nb, nl, a[2], p).getResult();
+      });
+  ops.push_back(out);
+  return adjointThroughOps(b, ops, {{out.getResult(0), getResult()}}, adjoint);
 }
 
 //===----------------------------------------------------------------------===//

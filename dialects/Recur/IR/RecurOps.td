@@ -291,7 +291,8 @@ def Recur_WindowAttentionOp : Recur_Op<"window_attention", [Pure,
   let hasVerifier = 1;
 }
 
-def Recur_AttentionOp : Recur_Op<"attention", [Pure, InferTypeOpAdaptor]> {
+def Recur_AttentionOp : Recur_Op<"attention", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Recur_AdjointOpInterface>]> {
   let summary = "dense softmax attention with a structured mask";
   let description = [{
     `out = softmax(scale * q k^T + mask) v` with `q` `[..., Tq, d]`, `k`
