@@ -26,6 +26,8 @@
 #include "recur/Target/Pipelines.h"
 #include "recur/Transforms/Passes.h"
 
+#include "Recur/IR/Recur.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
@@ -577,11 +579,186 @@ Expected<std::vector<HostTensor>> forwardResults(Run &run) {
   return outputs;
 }
 
+/// The forward with the values of its stop-gradient ops (stop_gradient,
+/// memory_update) held fixed: they pass no gradient, so the differences the
+/// backward is compared with must not move them either. `values` computes
+/// them; `frozen` is the layer with them as extra trailing arguments.
+struct FrozenForward {
+  recur_kernel_fn values = nullptr, frozen = nullptr;
+  std::vector<std::unique_ptr<TensorSignature>> sigs;
+  std::vector<HostTensor> base;
+};
+
+/// The suffixes of the two functions addFrozenForward adds.
+constexpr StringLiteral kValuesSuffix = "_gradcheck_values";
+constexpr StringLiteral kFrozenSuffix = "_gradcheck_frozen";
+
+/// The runtime dtype of a tensor element type (f64 and c128 under
+/// --gradcheck, which compiles in float64).
+std::optional<recur_dtype> dtypeOf(mlir::Type type) {
+  if (type.isF64())
+    return RECUR_F64;
+  if (type.isF32())
+    return RECUR_F32;
+  if (auto c = dyn_cast<mlir::ComplexType>(type))
+    return c.getElementType().isF64() ? std::optional(RECUR_C128)
+                                      : std::optional(RECUR_C64);
+  return std::nullopt;
+}
+
+/// Adds, beside layer `f`, `f_gradcheck_values` (returning the results of
+/// f's stop-gradient ops) and `f_gradcheck_frozen` (f with those results as
+/// extra trailing arguments); the types of those values in `types`. Adds
+/// nothing when f has none; fails when one sits inside a region (its value
+/// changes from one iteration to the next).
+LogicalResult addFrozenForward(mlir::ModuleOp module, mlir::func::FuncOp f,
+                               SmallVectorImpl<mlir::Type> &types) {
+  auto isStop = [](mlir::Operation *op) {
+    return isa<mlir::recur::StopGradientOp, mlir::recur::MemoryUpdateOp>(op);
+  };
+  bool nested = false;
+  f.walk([&](mlir::Operation *op) {
+    if (!isStop(op))
+      return;
+    if (op->getParentOp() != f.getOperation())
+      nested = true;
+    else
+      types.push_back(op->getResult(0).getType());
+  });
+  if (nested)
+    return f.emitError("--gradcheck cannot hold a stop-gradient inside a "
+                       "region fixed yet"),
+           failure();
+  if (types.empty())
+    return success();
+  mlir::OpBuilder b(module.getContext());
+  b.setInsertionPointToEnd(module.getBody());
+  auto stopsOf = [&](mlir::func::FuncOp fn) {
+    SmallVector<mlir::Operation *> stops;
+    for (mlir::Operation &op : fn.getBody().front())
+      if (isStop(&op))
+        stops.push_back(&op);
+    return stops;
+  };
+
+  auto values = cast<mlir::func::FuncOp>(b.clone(*f));
+  values.setSymName((f.getSymName() + kValuesSuffix).str());
+  mlir::Operation *ret = values.getBody().front().getTerminator();
+  SmallVector<mlir::Value> results;
+  for (mlir::Operation *op : stopsOf(values))
+    results.push_back(op->getResult(0));
+  b.setInsertionPoint(ret);
+  mlir::func::ReturnOp::create(b, ret->getLoc(), results);
+  ret->erase();
+  values.removeResAttrsAttr();
+  values.setFunctionType(mlir::FunctionType::get(
+      module.getContext(), values.getArgumentTypes(), types));
+
+  b.setInsertionPointToEnd(module.getBody());
+  auto frozen = cast<mlir::func::FuncOp>(b.clone(*f));
+  frozen.setSymName((f.getSymName() + kFrozenSuffix).str());
+  for (mlir::Operation *op : stopsOf(frozen)) {
+    unsigned pos = frozen.getNumArguments();
+    if (failed(frozen.insertArgument(pos, op->getResult(0).getType(), nullptr,
+                                     op->getLoc())))
+      return failure();
+    op->getResult(0).replaceAllUsesWith(frozen.getArgument(pos));
+    op->erase();
+  }
+  return success();
+}
+
+/// Appends the memref descriptor of host tensor `t` (row-major) to `words`.
+void packHost(std::vector<int64_t> &words, HostTensor &t) {
+  auto ptr = static_cast<int64_t>(reinterpret_cast<intptr_t>(t.bytes.data()));
+  words.insert(words.end(), {ptr, ptr, 0});
+  words.insert(words.end(), t.shape.begin(), t.shape.end());
+  std::vector<int64_t> strides(t.shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(t.shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * t.shape[d + 1];
+  words.insert(words.end(), strides.begin(), strides.end());
+}
+
+/// Calls a kernel on the layer's arguments (then `extra`), and reads its
+/// results (described by `sigs`) into host tensors, freeing the buffers it
+/// made for them.
+std::vector<HostTensor> callKernel(Run &run, recur_kernel_fn kernel,
+                                   std::vector<HostTensor> &extra,
+                                   ArrayRef<const TensorSignature *> sigs) {
+  std::vector<int64_t> in;
+  std::vector<const void *> args;
+  auto pack = [&](HostTensor &t) {
+    packHost(in, t);
+    args.push_back(t.bytes.data());
+  };
+  for (const TensorSignature &a : run.sig.args)
+    pack(a.role == RECUR_ROLE_INPUT   ? run.inputs[a.index]
+         : a.role == RECUR_ROLE_PARAM ? run.params[a.index]
+                                      : run.states[a.index]);
+  for (HostTensor &t : extra)
+    pack(t);
+  size_t words = 0;
+  for (const TensorSignature *t : sigs)
+    words += 3 + 2 * t->shape.size();
+  std::vector<int64_t> out(words, 0);
+  kernel(in.data(), out.data());
+
+  std::vector<HostTensor> results;
+  std::vector<void *> freed;
+  const int64_t *w = out.data();
+  for (const TensorSignature *t : sigs) {
+    size_t rank = t->shape.size();
+    auto *allocated = reinterpret_cast<void *>(static_cast<intptr_t>(w[0]));
+    auto *aligned =
+        reinterpret_cast<unsigned char *>(static_cast<intptr_t>(w[1]));
+    int64_t offset = w[2];
+    std::vector<int64_t> shape(w + 3, w + 3 + rank),
+        strides(w + 3 + rank, w + 3 + 2 * rank);
+    w += 3 + 2 * rank;
+    HostTensor h = makeTensor(*t, shape);
+    size_t bytes = recur_dtype_size(t->dtype);
+    for (int64_t i = 0; i < h.numel(); ++i) {
+      int64_t at = offset, rest = i;
+      for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
+        at += (rest % shape[d]) * strides[d];
+        rest /= shape[d];
+      }
+      std::memcpy(h.bytes.data() + i * bytes, aligned + at * bytes, bytes);
+    }
+    readBack(h);
+    results.push_back(std::move(h));
+    if (llvm::is_contained(args, allocated) ||
+        llvm::is_contained(freed, allocated))
+      continue;
+    freed.push_back(allocated);
+    recur_free(allocated);
+  }
+  return results;
+}
+
+/// The layer's results (outputs, then final states) with the stop-gradient
+/// values held at `frozen.base`.
+std::vector<HostTensor> frozenResults(Run &run, FrozenForward &frozen) {
+  SmallVector<const TensorSignature *> sigs;
+  for (const TensorSignature &r : run.sig.results)
+    sigs.push_back(&r);
+  std::vector<HostTensor> byResult =
+      callKernel(run, frozen.frozen, frozen.base, sigs);
+  // Kernel results come in declaration order; the check wants outputs,
+  // then next states by their state's index.
+  std::vector<HostTensor> ordered(byResult.size());
+  for (auto [k, r] : llvm::enumerate(run.sig.results))
+    ordered[r.role == RECUR_ROLE_OUTPUT ? r.index
+                                        : run.sig.numOutputs + r.index] =
+        std::move(byResult[k]);
+  return ordered;
+}
+
 /// Compares recur_backward with central differences (Richardson-
 /// extrapolated) of Re <w, results> along random and coordinate directions
 /// of every float input, param and initial state. Returns the worst
 /// relative error, or -1 after an error.
-double checkGradients(Run &run, double tol) {
+double checkGradients(Run &run, double tol, FrozenForward *frozen) {
   // Random cotangents of the results.
   std::vector<HostTensor> ws = run.makeOutputs();
   for (HostTensor &s : run.states)
@@ -618,8 +795,21 @@ double checkGradients(Run &run, double tol) {
     return -1.0;
   }
 
+  // The stop-gradient values at the point of the check, held there.
+  if (frozen) {
+    SmallVector<const TensorSignature *> sigs;
+    for (auto &t : frozen->sigs)
+      sigs.push_back(t.get());
+    std::vector<HostTensor> none;
+    frozen->base = callKernel(run, frozen->values, none, sigs);
+  }
+  auto results = [&]() -> Expected<std::vector<HostTensor>> {
+    if (frozen)
+      return frozenResults(run, *frozen);
+    return forwardResults(run);
+  };
   // The scale of the loss's roundoff.
-  auto baseResults = forwardResults(run);
+  auto baseResults = results();
   if (!baseResults) {
     fail("the forward failed: " + toString(baseResults.takeError()));
     return -1.0;
@@ -671,7 +861,7 @@ double checkGradients(Run &run, double tol) {
           for (size_t i = 0; i < moved.size(); ++i)
             moved[i] += step * v[i];
           setValues(t, moved);
-          auto r = forwardResults(run);
+          auto r = results();
           setValues(t, base);
           if (!r)
             return r.takeError();
@@ -788,6 +978,7 @@ int main(int argc, char **argv) {
   mlir::OwningOpRef<mlir::ModuleOp> lowered(
       cast<mlir::ModuleOp>((*ir)->clone()));
   bool hasBackward = false;
+  SmallVector<mlir::Type> frozenTypes;
   if (gradcheck) {
     // The remark says why when the layer has no backward yet.
     if (failed(mlir::recur::deriveBackwardFunctions(*lowered)))
@@ -797,6 +988,10 @@ int main(int argc, char **argv) {
     if (!hasBackward)
       return fail("--gradcheck: layer '" + sig->name +
                   "' has no backward (see the remark above)");
+    if (failed(addFrozenForward(
+            *lowered, lowered->lookupSymbol<mlir::func::FuncOp>(sig->name),
+            frozenTypes)))
+      return EXIT_FAILURE;
   }
   auto llvmContext = std::make_unique<LLVMContext>();
   auto llvmModule = mlir::recur::lowerToLLVMIR(*lowered, *llvmContext);
@@ -835,6 +1030,32 @@ int main(int argc, char **argv) {
   auto desc = mlir::recur::buildLayerDesc(
       *sig, symbol->toPtr<recur_kernel_fn>(),
       bound->toPtr<recur_workspace_fn>(), backwardFn);
+  FrozenForward frozen;
+  if (!frozenTypes.empty()) {
+    auto values = (*jit)->lookup(
+        mlir::recur::kernelSymbol((sig->name + kValuesSuffix).str()));
+    auto held = (*jit)->lookup(
+        mlir::recur::kernelSymbol((sig->name + kFrozenSuffix).str()));
+    if (!values)
+      return fail(toString(values.takeError()));
+    if (!held)
+      return fail(toString(held.takeError()));
+    frozen.values = values->toPtr<recur_kernel_fn>();
+    frozen.frozen = held->toPtr<recur_kernel_fn>();
+    for (auto [k, type] : llvm::enumerate(frozenTypes)) {
+      auto tensorType = cast<mlir::RankedTensorType>(type);
+      std::optional<recur_dtype> dtype = dtypeOf(tensorType.getElementType());
+      if (!dtype)
+        return fail("--gradcheck: a stop-gradient value of an unsupported "
+                    "element type");
+      auto t = std::make_unique<TensorSignature>();
+      t->name = "stop_gradient#" + std::to_string(k);
+      t->dtype = *dtype;
+      t->shape.assign(tensorType.getRank(), 0);
+      t->dimNames.assign(tensorType.getRank(), "");
+      frozen.sigs.push_back(std::move(t));
+    }
+  }
   if (threads > 0)
     recur_set_num_threads(threads);
 
@@ -1044,7 +1265,8 @@ int main(int argc, char **argv) {
     }
   }
   if (gradcheck) {
-    double worst = checkGradients(run, gradTolerance);
+    double worst = checkGradients(run, gradTolerance,
+                                  frozenTypes.empty() ? nullptr : &frozen);
     if (worst < 0.0)
       return EXIT_FAILURE;
     outs() << "max_grad_rel_err: " << format("%.3g", worst) << "\n";

@@ -22,13 +22,26 @@
 
 #include "Recur/IR/Adjoint.h"
 #include "Recur/IR/RecurDialect.h.inc"
-#include "Recur/IR/RecurInterfaces.h.inc"
 #include "Recur/IR/RecurEnums.h.inc"
+#include "Recur/IR/RecurInterfaces.h.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "Recur/IR/RecurAttrs.h.inc"
 
 #define GET_OP_CLASSES
 #include "Recur/IR/RecurOps.h.inc"
+
+namespace mlir::recur {
+
+/// The unidirectional T5 bucket of `delta` (an index) as
+/// `recur.window_attention` defines it: with exact = numBuckets / 2, a
+/// distance n < exact is its own bucket; a larger one goes to exact +
+/// (int)(log(n / exact) / log(maxDistance / exact) * (numBuckets - exact)),
+/// clamped to the last bucket. Computed in f64 whatever the element type, so
+/// the bucket boundaries do not move with it.
+Value buildT5Bucket(OpBuilder &b, Location loc, Value delta, int64_t numBuckets,
+                    int64_t maxDistance);
+
+} // namespace mlir::recur
 
 #endif // RECUR_DIALECT_RECUR_IR_RECUR_H

@@ -172,13 +172,30 @@ LogicalResult adjointThroughOps(OpBuilder &b, ArrayRef<Operation *> decomposed,
                                 AdjointBuilder &adjoint) {
   Renamed renamed(adjoint, names);
   for (Operation *op : llvm::reverse(decomposed)) {
+    if (llvm::none_of(op->getResults(), [&](Value r) {
+          return renamed.getCotangent(r) != nullptr;
+        }))
+      continue;
     auto model = dyn_cast<AdjointOpInterface>(op);
+    // An op none of whose operands carries a gradient passes none.
+    if (!model && llvm::none_of(op->getOperandTypes(), isDifferentiableType))
+      continue;
     if (!model)
       return op->emitError("no adjoint for '") << op->getName() << "'";
     if (failed(model.buildAdjoint(b, renamed)))
       return failure();
   }
   return success();
+}
+
+/// The ops a decomposition built at the end of `block` after `last` (null:
+/// the block was empty), in order.
+SmallVector<Operation *> builtSince(Block *block, Operation *last) {
+  SmallVector<Operation *> ops;
+  for (Operation *op = last ? last->getNextNode() : &block->front(); op;
+       op = op->getNextNode())
+    ops.push_back(op);
+  return ops;
 }
 
 /// The adjoint of an elementwise op through the linalg.generic that
@@ -438,172 +455,480 @@ Value filled(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
 
 } // namespace
 
+namespace {
+
+/// What the attention decompositions share: the leading dims of q (n of
+/// them), its element type, and affine maps over loops (lead..., extra...).
+struct AttentionShape {
+  MLIRContext *ctx;
+  Type elem;
+  int64_t n;
+
+  AffineMap map(unsigned numDims, ArrayRef<int64_t> dims,
+                bool withLead = true) const {
+    SmallVector<AffineExpr> e;
+    if (withLead)
+      for (int64_t d = 0; d < n; ++d)
+        e.push_back(getAffineDimExpr(d, ctx));
+    for (int64_t d : dims)
+      e.push_back(getAffineDimExpr(d, ctx));
+    return AffineMap::get(numDims, 0, e, ctx);
+  }
+  SmallVector<utils::IteratorType> iters(unsigned numDims,
+                                         unsigned reductions = 0) const {
+    SmallVector<utils::IteratorType> it(numDims, utils::IteratorType::parallel);
+    for (unsigned k = 0; k < reductions; ++k)
+      it[numDims - 1 - k] = utils::IteratorType::reduction;
+    return it;
+  }
+  Value cst(OpBuilder &b, Location loc, double x) const {
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(elem, x));
+  }
+};
+
+/// scale * sum_c q[..., i, c] k[..., j, c]: the scores [..., Tq, Tk].
+Value attentionScores(OpBuilder &b, Location loc, const AttentionShape &s,
+                      Value q, Value k, double scale) {
+  int64_t n = s.n, I = n, J = n + 1, C = n + 2;
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, q);
+  sizes.back() = tensor::getMixedSize(b, loc, k, n);
+  auto raw = attentionGeneric(
+      b, loc, {q, k}, {s.map(n + 3, {I, C}), s.map(n + 3, {J, C})},
+      filled(b, loc, sizes, s.elem, 0.0), s.map(n + 3, {I, J}),
+      s.iters(n + 3, 1), [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value p = arith::MulFOp::create(nb, nl, a[0], a[1]);
+        return arith::AddFOp::create(nb, nl, a[2], p).getResult();
+      });
+  auto scaled = attentionGeneric(
+      b, loc, {raw.getResult(0)}, {s.map(n + 2, {I, J})},
+      tensor::EmptyOp::create(b, loc, sizes, s.elem), s.map(n + 2, {I, J}),
+      s.iters(n + 2), [&](OpBuilder &nb, Location nl, ValueRange a) {
+        return arith::MulFOp::create(nb, nl, a[0], s.cst(nb, nl, scale))
+            .getResult();
+      });
+  return scaled.getResult(0);
+}
+
+/// The scores with hidden keys at -inf: `visible(i, j, inputs)` over
+/// (..., i, j), reading `scores` and `extra` inputs through `extraMaps`;
+/// `add(i, j, inputs)` (optional) is added to a visible score.
+Value maskScores(
+    OpBuilder &b, Location loc, const AttentionShape &s, Value scores,
+    ValueRange extra, ArrayRef<AffineMap> extraMaps,
+    function_ref<Value(OpBuilder &, Location, Value, Value, ValueRange)>
+        visible,
+    function_ref<Value(OpBuilder &, Location, Value, Value, ValueRange)> add) {
+  int64_t n = s.n, I = n, J = n + 1;
+  SmallVector<Value> inputs = {scores};
+  llvm::append_range(inputs, extra);
+  SmallVector<AffineMap> maps = {s.map(n + 2, {I, J})};
+  llvm::append_range(maps, extraMaps);
+  auto masked = attentionGeneric(
+      b, loc, inputs, maps,
+      tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, scores),
+                              s.elem),
+      s.map(n + 2, {I, J}), s.iters(n + 2),
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value i = linalg::IndexOp::create(nb, nl, I);
+        Value j = linalg::IndexOp::create(nb, nl, J);
+        ValueRange rest = a.slice(1, extra.size());
+        Value score = a[0];
+        if (add)
+          score = arith::AddFOp::create(nb, nl, score, add(nb, nl, i, j, rest));
+        Value shown = visible(nb, nl, i, j, rest);
+        return arith::SelectOp::create(
+                   nb, nl, shown, score,
+                   s.cst(nb, nl, -std::numeric_limits<double>::infinity()))
+            .getResult();
+      });
+  return masked.getResult(0);
+}
+
+/// Safe softmax over the last dim of `masked` (the row max as a
+/// stop-gradient shift; rows that see no key give zeros), then p v with `v`
+/// [..., Tk, dv]: the output [..., Tq, dv].
+Value softmaxReadout(OpBuilder &b, Location loc, const AttentionShape &s,
+                     Value masked, Value v, Value resultLike) {
+  int64_t n = s.n, I = n, J = n + 1;
+  SmallVector<OpFoldResult> scoreSizes = tensor::getMixedSizes(b, loc, masked);
+  SmallVector<OpFoldResult> rowSizes(scoreSizes.begin(), scoreSizes.end() - 1);
+  double negInf = -std::numeric_limits<double>::infinity();
+  auto rowMax = attentionGeneric(
+      b, loc, {masked}, {s.map(n + 2, {I, J})},
+      filled(b, loc, rowSizes, s.elem, negInf), s.map(n + 2, {I}),
+      s.iters(n + 2, 1), [&](OpBuilder &nb, Location nl, ValueRange a) {
+        return arith::MaximumFOp::create(nb, nl, a[1], a[0]).getResult();
+      });
+  Value shift = StopGradientOp::create(b, loc, rowMax.getResult(0));
+  auto expd = attentionGeneric(
+      b, loc, {masked, shift}, {s.map(n + 2, {I, J}), s.map(n + 2, {I})},
+      tensor::EmptyOp::create(b, loc, scoreSizes, s.elem), s.map(n + 2, {I, J}),
+      s.iters(n + 2), [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value none = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
+                                           a[1], s.cst(nb, nl, negInf));
+        Value d =
+            arith::SelectOp::create(nb, nl, none, s.cst(nb, nl, 0.0),
+                                    arith::SubFOp::create(nb, nl, a[0], a[1]));
+        Value e = math::ExpOp::create(nb, nl, d);
+        return arith::SelectOp::create(nb, nl, none, s.cst(nb, nl, 0.0), e)
+            .getResult();
+      });
+  Value e = expd.getResult(0);
+  auto rowSum = attentionGeneric(
+      b, loc, {e}, {s.map(n + 2, {I, J})},
+      filled(b, loc, rowSizes, s.elem, 0.0), s.map(n + 2, {I}),
+      s.iters(n + 2, 1), [&](OpBuilder &nb, Location nl, ValueRange a) {
+        return arith::AddFOp::create(nb, nl, a[1], a[0]).getResult();
+      });
+  auto probs = attentionGeneric(
+      b, loc, {e, rowSum.getResult(0)},
+      {s.map(n + 2, {I, J}), s.map(n + 2, {I})},
+      tensor::EmptyOp::create(b, loc, scoreSizes, s.elem), s.map(n + 2, {I, J}),
+      s.iters(n + 2), [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value zero = s.cst(nb, nl, 0.0);
+        Value empty = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
+                                            a[1], zero);
+        Value den =
+            arith::SelectOp::create(nb, nl, empty, s.cst(nb, nl, 1.0), a[1]);
+        return arith::DivFOp::create(nb, nl, a[0], den).getResult();
+      });
+  // out[..., i, c] = sum_j p[i, j] v[j, c] over (..., i, c, j).
+  auto out = attentionGeneric(
+      b, loc, {probs.getResult(0), v},
+      {s.map(n + 3, {I, I + 2}), s.map(n + 3, {I + 2, I + 1})},
+      zerosLike(b, loc, resultLike), s.map(n + 3, {I, I + 1}),
+      s.iters(n + 3, 1), [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value p = arith::MulFOp::create(nb, nl, a[0], a[1]);
+        return arith::AddFOp::create(nb, nl, a[2], p).getResult();
+      });
+  return out.getResult(0);
+}
+
+/// 1 / sqrt(d) unless `scale` is given; fails for a dynamic d.
+FailureOr<double> attentionScale(Operation *op, std::optional<APFloat> scale,
+                                 RankedTensorType qType) {
+  if (scale)
+    return scale->convertToDouble();
+  if (qType.isDynamicDim(qType.getRank() - 1))
+    return op->emitError("cannot differentiate attention with a dynamic "
+                         "head width and no scale");
+  return 1.0 / std::sqrt(static_cast<double>(qType.getShape().back()));
+}
+
+Value cmpIndex(OpBuilder &b, Location loc, arith::CmpIPredicate p, Value x,
+               Value y) {
+  return arith::CmpIOp::create(b, loc, p, x, y);
+}
+
+/// The adjoint of attention op `op` (result `result`, queries `q`) through
+/// the ops `build` makes from its shape and scale, returning the output.
+LogicalResult attentionAdjoint(
+    Operation *op, Value result, Value q, std::optional<APFloat> scaleAttr,
+    OpBuilder &b, AdjointBuilder &adjoint,
+    function_ref<FailureOr<Value>(const AttentionShape &, double)> build) {
+  if (!adjoint.getCotangent(result))
+    return success();
+  auto qType = cast<RankedTensorType>(q.getType());
+  FailureOr<double> scale = attentionScale(op, scaleAttr, qType);
+  if (failed(scale))
+    return failure();
+  AttentionShape s{b.getContext(), qType.getElementType(), qType.getRank() - 2};
+  Block *block = b.getInsertionBlock();
+  Operation *last = block->empty() ? nullptr : &block->back();
+  FailureOr<Value> out = build(s, *scale);
+  if (failed(out))
+    return failure();
+  return adjointThroughOps(b, builtSince(block, last), {{*out, result}},
+                           adjoint);
+}
+
+} // namespace
+
 // Through its definition, with the scores of every (query, key) pair
 // (O(Tq Tk) memory): s = scale q k^T, hidden keys at -inf, the row max as a
 // stop-gradient shift (softmax does not depend on it), e = exp(s - max) (0 for
 // hidden keys and rows that see none), p = e / sum(e) (0 for such rows),
 // out = p v. A tiled backward that keeps no score matrix is still to come.
 LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, AdjointBuilder &adjoint) {
-  if (!adjoint.getCotangent(getResult()))
-    return success();
   Location loc = getLoc();
-  MLIRContext *ctx = b.getContext();
-  Value q = getQ(), k = getK(), v = getV(), padding = getKeyPadding();
-  auto qType = cast<RankedTensorType>(q.getType());
-  Type elem = qType.getElementType();
-  int64_t r = qType.getRank(), n = r - 2; // leading dims
-  if (!getScale() && qType.isDynamicDim(r - 1))
-    return emitError("cannot differentiate attention with a dynamic head "
-                     "width and no scale");
-  double scale =
-      getScale()
-          ? getScale()->convertToDouble()
-          : 1.0 / std::sqrt(static_cast<double>(qType.getDimSize(r - 1)));
-  MaskKind mask = getMask();
-  int64_t slots =
-      getMemorySlots() ? static_cast<int64_t>(*getMemorySlots()) : 0;
-  auto idx = [&](unsigned numDims, ArrayRef<int64_t> dims) {
-    SmallVector<AffineExpr> e;
-    for (int64_t d = 0; d < n; ++d)
-      e.push_back(getAffineDimExpr(d, ctx));
-    for (int64_t d : dims)
-      e.push_back(getAffineDimExpr(d, ctx));
-    return AffineMap::get(numDims, 0, e, ctx);
-  };
-  using utils::IteratorType;
-  auto iters = [&](unsigned numDims, bool lastReduces) {
-    SmallVector<IteratorType> it(numDims, IteratorType::parallel);
-    if (lastReduces)
-      it.back() = IteratorType::reduction;
-    return it;
-  };
-  SmallVector<OpFoldResult> qSizes = tensor::getMixedSizes(b, loc, q);
-  SmallVector<OpFoldResult> rowSizes(qSizes.begin(), qSizes.end() - 1);
-  SmallVector<OpFoldResult> scoreSizes(rowSizes);
-  scoreSizes.push_back(tensor::getMixedSize(b, loc, k, r - 2));
-  Value tq = getValueOrCreateConstantIndexOp(b, loc, qSizes[r - 2]);
-  Value tk = getValueOrCreateConstantIndexOp(b, loc, scoreSizes[r - 1]);
-  const int64_t I = n, J = n + 1, C = n + 2;
-  auto cst = [&](OpBuilder &nb, Location nl, double x) {
-    return arith::ConstantOp::create(nb, nl, nb.getFloatAttr(elem, x));
-  };
-  SmallVector<Operation *> ops;
-
-  // Raw scores over (..., i, j, c): sum_c q[i, c] k[j, c].
-  auto raw = attentionGeneric(
-      b, loc, {q, k}, {idx(n + 3, {I, C}), idx(n + 3, {J, C})},
-      filled(b, loc, scoreSizes, elem, 0.0), idx(n + 3, {I, J}),
-      iters(n + 3, true), [&](OpBuilder &nb, Location nl, ValueRange a) {
-        Value p = arith::MulFOp::create(nb, nl, a[0], a[1]);
-        return arith::AddFOp::create(nb, nl, a[2], p).getResult();
-      });
-  ops.push_back(raw);
-
-  // Scaled, hidden keys at -inf, over (..., i, j).
-  SmallVector<Value> maskedIn = {raw.getResult(0)};
-  SmallVector<AffineMap> maskedMaps = {idx(n + 2, {I, J})};
-  if (padding) {
-    maskedIn.push_back(padding);
-    maskedMaps.push_back(idx(n + 2, {J}));
-  }
-  auto masked = attentionGeneric(
-      b, loc, maskedIn, maskedMaps,
-      tensor::EmptyOp::create(b, loc, scoreSizes, elem), idx(n + 2, {I, J}),
-      iters(n + 2, false), [&](OpBuilder &nb, Location nl, ValueRange a) {
-        Value i = linalg::IndexOp::create(nb, nl, I);
-        Value j = linalg::IndexOp::create(nb, nl, J);
-        auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) {
-          return arith::CmpIOp::create(nb, nl, p, x, y).getResult();
-        };
-        Value visible = arith::ConstantIntOp::create(nb, nl, 1, 1);
-        if (mask == MaskKind::Causal) {
-          Value last = arith::AddIOp::create(
-              nb, nl, i, arith::SubIOp::create(nb, nl, tk, tq));
-          visible = cmp(arith::CmpIPredicate::sle, j, last);
-        } else if (mask == MaskKind::Memory) {
-          Value m = arith::ConstantIndexOp::create(nb, nl, slots);
-          visible = arith::OrIOp::create(
-              nb, nl, cmp(arith::CmpIPredicate::sge, i, m),
-              arith::OrIOp::create(nb, nl, cmp(arith::CmpIPredicate::eq, j, i),
-                                   cmp(arith::CmpIPredicate::sge, j, m)));
+  return attentionAdjoint(
+      *this, getResult(), getQ(), getScale(), b, adjoint,
+      [&](const AttentionShape &s, double scale) -> FailureOr<Value> {
+        Value tq = tensor::DimOp::create(b, loc, getQ(), s.n);
+        Value tk = tensor::DimOp::create(b, loc, getK(), s.n);
+        Value scores = attentionScores(b, loc, s, getQ(), getK(), scale);
+        MaskKind mask = getMask();
+        int64_t slots =
+            getMemorySlots() ? static_cast<int64_t>(*getMemorySlots()) : 0;
+        Value padding = getKeyPadding();
+        SmallVector<Value> extra;
+        SmallVector<AffineMap> extraMaps;
+        if (padding) {
+          extra.push_back(padding);
+          extraMaps.push_back(s.map(s.n + 2, {s.n + 1}));
         }
-        if (padding)
-          visible = arith::AndIOp::create(
-              nb, nl, visible,
-              arith::XOrIOp::create(
-                  nb, nl, a[1], arith::ConstantIntOp::create(nb, nl, 1, 1)));
-        Value scaled = arith::MulFOp::create(nb, nl, a[0], cst(nb, nl, scale));
-        return arith::SelectOp::create(
-                   nb, nl, visible, scaled,
-                   cst(nb, nl, -std::numeric_limits<double>::infinity()))
-            .getResult();
+        Value masked = maskScores(
+            b, loc, s, scores, extra, extraMaps,
+            [&](OpBuilder &nb, Location nl, Value i, Value j, ValueRange a) {
+              Value shown = arith::ConstantIntOp::create(nb, nl, 1, 1);
+              if (mask == MaskKind::Causal) {
+                Value lastKey = arith::AddIOp::create(
+                    nb, nl, i, arith::SubIOp::create(nb, nl, tk, tq));
+                shown = cmpIndex(nb, nl, arith::CmpIPredicate::sle, j, lastKey);
+              } else if (mask == MaskKind::Memory) {
+                // A slot row sees its own slot and every token; a token row
+                // sees everything.
+                Value m = arith::ConstantIndexOp::create(nb, nl, slots);
+                shown = arith::OrIOp::create(
+                    nb, nl, cmpIndex(nb, nl, arith::CmpIPredicate::sge, i, m),
+                    arith::OrIOp::create(
+                        nb, nl,
+                        cmpIndex(nb, nl, arith::CmpIPredicate::eq, j, i),
+                        cmpIndex(nb, nl, arith::CmpIPredicate::sge, j, m)));
+              }
+              if (padding)
+                shown = arith::AndIOp::create(
+                    nb, nl, shown,
+                    arith::XOrIOp::create(
+                        nb, nl, a[0],
+                        arith::ConstantIntOp::create(nb, nl, 1, 1)));
+              return shown;
+            },
+            nullptr);
+        Value out = softmaxReadout(b, loc, s, masked, getV(), getResult());
+        return out;
       });
-  ops.push_back(masked);
-  Value s = masked.getResult(0);
+}
 
-  // The row max, a stop-gradient shift.
-  auto rowMax = attentionGeneric(
-      b, loc, {s}, {idx(n + 2, {I, J})},
-      filled(b, loc, rowSizes, elem, -std::numeric_limits<double>::infinity()),
-      idx(n + 2, {I}), iters(n + 2, true),
-      [&](OpBuilder &nb, Location nl, ValueRange a) {
-        return arith::MaximumFOp::create(nb, nl, a[1], a[0]).getResult();
-      });
-  ops.push_back(rowMax);
-  auto shift = StopGradientOp::create(b, loc, rowMax.getResult(0));
-  ops.push_back(shift);
+//===----------------------------------------------------------------------===//
+// window_attention
+//===----------------------------------------------------------------------===//
 
-  // e = exp(s - max), 0 where hidden or the row sees no key.
-  auto isNegInf = [&](OpBuilder &nb, Location nl, Value x) {
-    return arith::CmpFOp::create(
-        nb, nl, arith::CmpFPredicate::OEQ, x,
-        cst(nb, nl, -std::numeric_limits<double>::infinity()));
-  };
-  auto expd = attentionGeneric(
-      b, loc, {s, shift.getResult()}, {idx(n + 2, {I, J}), idx(n + 2, {I})},
-      tensor::EmptyOp::create(b, loc, scoreSizes, elem), idx(n + 2, {I, J}),
-      iters(n + 2, false), [&](OpBuilder &nb, Location nl, ValueRange a) {
-        Value none = isNegInf(nb, nl, a[1]);
-        Value d =
-            arith::SelectOp::create(nb, nl, none, cst(nb, nl, 0.0),
-                                    arith::SubFOp::create(nb, nl, a[0], a[1]));
-        Value e = math::ExpOp::create(nb, nl, d);
-        return arith::SelectOp::create(nb, nl, none, cst(nb, nl, 0.0), e)
-            .getResult();
-      });
-  ops.push_back(expd);
-  Value e = expd.getResult(0);
-  auto rowSum = attentionGeneric(
-      b, loc, {e}, {idx(n + 2, {I, J})}, filled(b, loc, rowSizes, elem, 0.0),
-      idx(n + 2, {I}), iters(n + 2, true),
-      [&](OpBuilder &nb, Location nl, ValueRange a) {
-        return arith::AddFOp::create(nb, nl, a[1], a[0]).getResult();
-      });
-  ops.push_back(rowSum);
-  auto probs = attentionGeneric(
-      b, loc, {e, rowSum.getResult(0)}, {idx(n + 2, {I, J}), idx(n + 2, {I})},
-      tensor::EmptyOp::create(b, loc, scoreSizes, elem), idx(n + 2, {I, J}),
-      iters(n + 2, false), [&](OpBuilder &nb, Location nl, ValueRange a) {
-        Value zero = cst(nb, nl, 0.0);
-        Value empty = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
-                                            a[1], zero);
-        Value den =
-            arith::SelectOp::create(nb, nl, empty, cst(nb, nl, 1.0), a[1]);
-        return arith::DivFOp::create(nb, nl, a[0], den).getResult();
-      });
-  ops.push_back(probs);
+// Through the same definition over the cache and the sequence's keys
+// ([cache; k] at positions -C .. T-1): a key is visible inside the band, the
+// T5 bias is a sum over one-hot buckets (so the table gets its gradient),
+// ALiBi adds -slope * delta. Keeps the scores of every (query, key) pair,
+// not only the band's, until a tiled backward replaces it.
+LogicalResult WindowAttentionOp::buildAdjoint(OpBuilder &b,
+                                              AdjointBuilder &adjoint) {
+  Location loc = getLoc();
+  return attentionAdjoint(
+      *this, getResult(), getQ(), getScale(), b, adjoint,
+      [&](const AttentionShape &s, double scale) -> FailureOr<Value> {
+        int64_t n = s.n;
+        BiasKind biasKind = getBiasKind();
+        if (biasKind != BiasKind::None && n < 1)
+          return FailureOr<Value>(
+              emitError("cannot differentiate a position bias without a head "
+                        "dimension"));
 
-  // out[..., i, c] = sum_j p[i, j] v[j, c] over (..., i, c, j).
-  auto out = attentionGeneric(
-      b, loc, {probs.getResult(0), v},
-      {idx(n + 3, {I, I + 2}), idx(n + 3, {I + 2, I + 1})},
-      zerosLike(b, loc, getResult()), idx(n + 3, {I, I + 1}),
-      iters(n + 3, true), [&](OpBuilder &nb, Location nl, ValueRange a) {
-        Value p = arith::MulFOp::create(nb, nl, a[0], a[1]);
-        return arith::AddFOp::create(nb, nl, a[2], p).getResult();
+        Value keys = getK(), values = getV();
+        Value cacheLen = arith::ConstantIndexOp::create(b, loc, 0);
+        if (getKCache()) {
+          keys = concatAlong(b, loc, getKCache(), keys, n);
+          values = concatAlong(b, loc, getVCache(), values, n);
+          cacheLen = tensor::DimOp::create(b, loc, getKCache(), n);
+        }
+        Value scores = attentionScores(b, loc, s, getQ(), keys, scale);
+        int64_t window = getWindow(), blockLen = getBlock();
+        bool includeSelf = getIncludeSelf();
+        int64_t buckets =
+            getNumBuckets() ? static_cast<int64_t>(*getNumBuckets()) : 32;
+        int64_t maxDistance =
+            getMaxDistance() ? static_cast<int64_t>(*getMaxDistance()) : 128;
+
+        // delta = p - p' = i - (j - C).
+        auto deltaOf = [&](OpBuilder &nb, Location nl, Value i, Value j) {
+          return arith::SubIOp::create(
+              nb, nl, arith::AddIOp::create(nb, nl, i, cacheLen), j);
+        };
+        Value bias;
+        if (biasKind == BiasKind::T5) {
+          // bias[..., i, j] = sum_b [bucket(delta) == b] table[h, b] over
+          // (..., i, j, b), h the dim before T.
+          SmallVector<OpFoldResult> sizes =
+              tensor::getMixedSizes(b, loc, scores);
+          AffineMap tableMap = AffineMap::get(
+              n + 3, 0,
+              {getAffineDimExpr(n - 1, s.ctx), getAffineDimExpr(n + 2, s.ctx)},
+              s.ctx);
+          auto biasGeneric = attentionGeneric(
+              b, loc, {getBias()}, {tableMap},
+              filled(b, loc, sizes, s.elem, 0.0), s.map(n + 3, {n, n + 1}),
+              s.iters(n + 3, 1), [&](OpBuilder &nb, Location nl, ValueRange a) {
+                Value i = linalg::IndexOp::create(nb, nl, n);
+                Value j = linalg::IndexOp::create(nb, nl, n + 1);
+                Value bucketIdx = linalg::IndexOp::create(nb, nl, n + 2);
+                Value bucket = buildT5Bucket(nb, nl, deltaOf(nb, nl, i, j),
+                                             buckets, maxDistance);
+                Value hit = cmpIndex(nb, nl, arith::CmpIPredicate::eq, bucket,
+                                     bucketIdx);
+                Value term = arith::SelectOp::create(nb, nl, hit, a[0],
+                                                     s.cst(nb, nl, 0.0));
+                return arith::AddFOp::create(nb, nl, a[1], term).getResult();
+              });
+          bias = biasGeneric.getResult(0);
+        }
+        SmallVector<Value> extra;
+        SmallVector<AffineMap> extraMaps;
+        if (bias) {
+          extra.push_back(bias);
+          extraMaps.push_back(s.map(n + 2, {n, n + 1}));
+        } else if (biasKind == BiasKind::Alibi) {
+          extra.push_back(getBias());
+          extraMaps.push_back(AffineMap::get(
+              n + 2, 0, {getAffineDimExpr(n - 1, s.ctx)}, s.ctx));
+        }
+        Value masked = maskScores(
+            b, loc, s, scores, extra, extraMaps,
+            [&](OpBuilder &nb, Location nl, Value i, Value j, ValueRange) {
+              // Key j sits at position j - C; the band as in the op's
+              // definition.
+              Value pos = arith::SubIOp::create(nb, nl, j, cacheLen);
+              Value lastPos = arith::SubIOp::create(
+                  nb, nl, i,
+                  arith::ConstantIndexOp::create(nb, nl, includeSelf ? 0 : 1));
+              Value first;
+              if (blockLen == 0) {
+                first = arith::SubIOp::create(
+                    nb, nl, i,
+                    arith::ConstantIndexOp::create(
+                        nb, nl, includeSelf ? window - 1 : window));
+              } else {
+                Value len = arith::ConstantIndexOp::create(nb, nl, blockLen);
+                Value start = arith::MulIOp::create(
+                    nb, nl, arith::DivUIOp::create(nb, nl, i, len), len);
+                first = arith::SubIOp::create(
+                    nb, nl, start,
+                    arith::ConstantIndexOp::create(nb, nl, window));
+              }
+              return arith::AndIOp::create(
+                         nb, nl,
+                         cmpIndex(nb, nl, arith::CmpIPredicate::sge, pos,
+                                  first),
+                         cmpIndex(nb, nl, arith::CmpIPredicate::sle, pos,
+                                  lastPos))
+                  .getResult();
+            },
+            biasKind == BiasKind::None
+                ? function_ref<Value(OpBuilder &, Location, Value, Value,
+                                     ValueRange)>()
+                : [&](OpBuilder &nb, Location nl, Value i, Value j,
+                      ValueRange a) -> Value {
+              if (biasKind == BiasKind::T5)
+                return a[0];
+              // ALiBi: -slope * delta.
+              Value delta = arith::IndexCastOp::create(nb, nl, nb.getI64Type(),
+                                                       deltaOf(nb, nl, i, j));
+              Value d = arith::SIToFPOp::create(nb, nl, s.elem, delta);
+              return arith::MulFOp::create(
+                         nb, nl, arith::NegFOp::create(nb, nl, a[0]), d)
+                  .getResult();
+            });
+        Value out = softmaxReadout(b, loc, s, masked, values, getResult());
+        return out;
       });
-  ops.push_back(out);
-  return adjointThroughOps(b, ops, {{out.getResult(0), getResult()}}, adjoint);
+}
+
+//===----------------------------------------------------------------------===//
+// rel_attention
+//===----------------------------------------------------------------------===//
+
+// Through its definition: the content term (q + u) . k_j, the position term
+// (q + pos_bias) . r_row for every row of r, then each (i, j) picks row
+// L - 1 - i + j (a sum over one-hot rows, so r gets its gradient), keys
+// j <= M + i visible, and the safe softmax readout.
+LogicalResult RelAttentionOp::buildAdjoint(OpBuilder &b,
+                                           AdjointBuilder &adjoint) {
+  Location loc = getLoc();
+  return attentionAdjoint(
+      *this, getResult(), getQ(), getScale(), b, adjoint,
+      [&](const AttentionShape &s, double scale) -> FailureOr<Value> {
+        int64_t n = s.n;
+        if (n < 1)
+          return FailureOr<Value>(
+              emitError("cannot differentiate rel_attention without a head "
+                        "dimension"));
+        MLIRContext *ctx = s.ctx;
+        auto headMap = [&](unsigned numDims, ArrayRef<int64_t> dims) {
+          SmallVector<AffineExpr> e = {getAffineDimExpr(n - 1, ctx)};
+          for (int64_t d : dims)
+            e.push_back(getAffineDimExpr(d, ctx));
+          return AffineMap::get(numDims, 0, e, ctx);
+        };
+        const int64_t I = n, J = n + 1, C = n + 2;
+        Value segment = tensor::DimOp::create(b, loc, getQ(), n);
+        Value keyLen = tensor::DimOp::create(b, loc, getK(), n);
+        Value memLen = arith::SubIOp::create(b, loc, keyLen, segment);
+        SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, getQ());
+        sizes.back() = tensor::getMixedSize(b, loc, getK(), n);
+
+        // (q_i + u) . k_j over (..., i, j, c).
+        auto plusDot = [&](OpBuilder &nb, Location nl, ValueRange a) {
+          Value sum = arith::AddFOp::create(nb, nl, a[0], a[1]);
+          Value p = arith::MulFOp::create(nb, nl, sum, a[2]);
+          return arith::AddFOp::create(nb, nl, a[3], p).getResult();
+        };
+        auto content = attentionGeneric(
+            b, loc, {getQ(), getU(), getK()},
+            {s.map(n + 3, {I, C}), headMap(n + 3, {C}), s.map(n + 3, {J, C})},
+            filled(b, loc, sizes, s.elem, 0.0), s.map(n + 3, {I, J}),
+            s.iters(n + 3, 1), plusDot);
+        // (q_i + pos_bias) . r[h, row] for every row, over (..., i, row, c).
+        SmallVector<OpFoldResult> rowSizes =
+            tensor::getMixedSizes(b, loc, getQ());
+        rowSizes.back() = tensor::getMixedSize(b, loc, getR(), 1);
+        auto byRow = attentionGeneric(
+            b, loc, {getQ(), getPosBias(), getR()},
+            {s.map(n + 3, {I, C}), headMap(n + 3, {C}), headMap(n + 3, {J, C})},
+            filled(b, loc, rowSizes, s.elem, 0.0), s.map(n + 3, {I, J}),
+            s.iters(n + 3, 1), plusDot);
+        // position[..., i, j] = byRow[..., i, L - 1 - i + j] over (..., i, j,
+        // row).
+        auto position = attentionGeneric(
+            b, loc, {byRow.getResult(0)}, {s.map(n + 3, {I, C})},
+            filled(b, loc, sizes, s.elem, 0.0), s.map(n + 3, {I, J}),
+            s.iters(n + 3, 1), [&](OpBuilder &nb, Location nl, ValueRange a) {
+              Value i = linalg::IndexOp::create(nb, nl, I);
+              Value j = linalg::IndexOp::create(nb, nl, J);
+              Value row = linalg::IndexOp::create(nb, nl, C);
+              Value want = arith::AddIOp::create(
+                  nb, nl,
+                  arith::SubIOp::create(
+                      nb, nl, segment,
+                      arith::AddIOp::create(
+                          nb, nl, i,
+                          arith::ConstantIndexOp::create(nb, nl, 1))),
+                  j);
+              Value hit = cmpIndex(nb, nl, arith::CmpIPredicate::eq, row, want);
+              Value term = arith::SelectOp::create(nb, nl, hit, a[0],
+                                                   s.cst(nb, nl, 0.0));
+              return arith::AddFOp::create(nb, nl, a[1], term).getResult();
+            });
+        Value masked = maskScores(
+            b, loc, s, content.getResult(0), {position.getResult(0)},
+            {s.map(n + 2, {I, J})},
+            [&](OpBuilder &nb, Location nl, Value i, Value j, ValueRange) {
+              return cmpIndex(nb, nl, arith::CmpIPredicate::sle, j,
+                              arith::AddIOp::create(nb, nl, memLen, i));
+            },
+            [&](OpBuilder &nb, Location nl, Value, Value, ValueRange a) {
+              return a[0];
+            });
+        // scale * (content + position): maskScores added position; scale the
+        // visible scores (-inf stays -inf).
+        auto scaled = attentionGeneric(
+            b, loc, {masked}, {s.map(n + 2, {I, J})},
+            tensor::EmptyOp::create(b, loc, sizes, s.elem),
+            s.map(n + 2, {I, J}), s.iters(n + 2),
+            [&](OpBuilder &nb, Location nl, ValueRange a) {
+              return arith::MulFOp::create(nb, nl, a[0], s.cst(nb, nl, scale))
+                  .getResult();
+            });
+        Value out =
+            softmaxReadout(b, loc, s, scaled.getResult(0), getV(), getResult());
+        return out;
+      });
 }
 
 //===----------------------------------------------------------------------===//

@@ -105,7 +105,8 @@ bool broadcastsTo(ArrayRef<int64_t> src, ArrayRef<int64_t> dst) {
     return false;
   ArrayRef<int64_t> tail = dst.take_back(src.size());
   return llvm::all_of(llvm::zip_equal(src, tail), [](auto p) {
-    return std::get<0>(p) == 1 || dimsCompatible(std::get<0>(p), std::get<1>(p));
+    return std::get<0>(p) == 1 ||
+           dimsCompatible(std::get<0>(p), std::get<1>(p));
   });
 }
 
@@ -159,10 +160,9 @@ LogicalResult LinearScanOp::verify() {
            << axis + 1 << ") and the rank of 'b' (" << bRank << "), got "
            << aRank;
   if (!shapesCompatible(aType.getShape(), bType.getShape().take_front(aRank)))
-    return emitOpError("'a' shape ")
-           << shapeStr(aType.getShape())
-           << " is not a leading part of 'b' shape "
-           << shapeStr(bType.getShape());
+    return emitOpError("'a' shape ") << shapeStr(aType.getShape())
+                                     << " is not a leading part of 'b' shape "
+                                     << shapeStr(bType.getShape());
   Type aElem = aType.getElementType(), bElem = bType.getElementType();
   auto bComplex = dyn_cast<ComplexType>(bElem);
   if (aElem != bElem && !(bComplex && bComplex.getElementType() == aElem))
@@ -343,8 +343,8 @@ LogicalResult GateOp::verify() {
   if (getGates().size() != expected)
     return emitOpError("'")
            << stringifyGateKind(getKind()) << "' gate expects " << expected
-           << (expected == 1 ? " gate operand" : " gate operands")
-           << ", got " << getGates().size();
+           << (expected == 1 ? " gate operand" : " gate operands") << ", got "
+           << getGates().size();
   if ((getInputBias() || getForgetBias()) && getKind() != GateKind::Lstm)
     return emitOpError(
         "'input_bias' and 'forget_bias' apply only to the lstm gate");
@@ -491,9 +491,10 @@ LogicalResult WindowAttentionOp::verify() {
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult AttentionOp::inferReturnTypes(
-    MLIRContext *context, std::optional<Location> location, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferredReturnTypes) {
+LogicalResult
+AttentionOp::inferReturnTypes(MLIRContext *context,
+                              std::optional<Location> location, Adaptor adaptor,
+                              SmallVectorImpl<Type> &inferredReturnTypes) {
   RankedTensorType qType = rankedOf(adaptor.getQ());
   RankedTensorType vType = rankedOf(adaptor.getV());
   if (!qType || !vType)
@@ -538,8 +539,8 @@ LogicalResult AttentionOp::verify() {
     SmallVector<int64_t> expected(kType.getShape().drop_back());
     if (!shapesCompatible(pad.getShape(), expected))
       return emitOpError("'key_padding' shape ")
-             << shapeStr(pad.getShape()) << " does not match [..., Tk] = "
-             << shapeStr(expected);
+             << shapeStr(pad.getShape())
+             << " does not match [..., Tk] = " << shapeStr(expected);
   }
   return success();
 }
@@ -577,9 +578,8 @@ LogicalResult RelAttentionOp::verify() {
   int64_t keys = kType.getDimSize(rank - 2);
   int64_t headDim = qType.getDimSize(rank - 1);
   if (isStatic(segment) && isStatic(keys) && keys < segment)
-    return emitOpError("the ")
-           << keys << " keys must cover the " << segment
-           << " segment positions (memory first)";
+    return emitOpError("the ") << keys << " keys must cover the " << segment
+                               << " segment positions (memory first)";
   Type elem = qType.getElementType();
   auto check = [&](Value operand, StringRef name, ArrayRef<int64_t> expected,
                    StringRef layout) -> LogicalResult {
@@ -589,8 +589,8 @@ LogicalResult RelAttentionOp::verify() {
              << name << "' shape " << shapeStr(type.getShape())
              << " does not match " << layout << " = " << shapeStr(expected);
     if (type.getElementType() != elem)
-      return emitOpError("'") << name << "' must have the element type of 'q' ("
-                              << elem << ")";
+      return emitOpError("'")
+             << name << "' must have the element type of 'q' (" << elem << ")";
     return success();
   };
   if (failed(check(getR(), "r", {heads, keys, headDim},
@@ -628,9 +628,8 @@ LogicalResult BlockRecurrenceOp::verify() {
   for (auto [i, input] : llvm::enumerate(getInputs())) {
     auto type = cast<RankedTensorType>(input.getType());
     if (axis < 0 || axis >= type.getRank())
-      return emitOpError("'axis' ")
-             << axis << " is out of range for input #" << i << " of rank "
-             << type.getRank();
+      return emitOpError("'axis' ") << axis << " is out of range for input #"
+                                    << i << " of rank " << type.getRank();
     int64_t n = type.getDimSize(axis);
     if (!dimsCompatible(n, length))
       return emitOpError("input #")
@@ -656,8 +655,7 @@ LogicalResult BlockRecurrenceOp::verify() {
              << i << " must be a tensor with the " << shapeStr({length})
              << " input positions along 'axis', got " << result.getType();
   }
-  for (auto [i, result, init] :
-       llvm::enumerate(getFinalStates(), getInits())) {
+  for (auto [i, result, init] : llvm::enumerate(getFinalStates(), getInits())) {
     if (result.getType() != init.getType())
       return emitOpError("final state #")
              << i << " has type " << result.getType()
@@ -684,8 +682,7 @@ LogicalResult BlockRecurrenceOp::verifyRegions() {
        llvm::enumerate(body.getArguments(), expectedArgs))
     if (arg.getType() != expected)
       return emitOpError("body argument #")
-             << i << " has type " << arg.getType() << ", expected "
-             << expected;
+             << i << " has type " << arg.getType() << ", expected " << expected;
 
   SmallVector<Type> expectedYield;
   for (Value output : getOutputs())
@@ -704,9 +701,8 @@ LogicalResult BlockRecurrenceOp::verifyRegions() {
   for (auto [i, value, expected] :
        llvm::enumerate(yield.getValues(), expectedYield))
     if (value.getType() != expected)
-      return emitOpError("body yield #")
-             << i << " has type " << value.getType() << ", expected "
-             << expected;
+      return emitOpError("body yield #") << i << " has type " << value.getType()
+                                         << ", expected " << expected;
   return success();
 }
 
@@ -747,8 +743,7 @@ LogicalResult MemoryUpdateOp::verify() {
   if (!shapesCompatibleExcept(newType.getShape(), memType.getShape(), axis))
     return emitOpError("'new_states' shape ")
            << shapeStr(newType.getShape()) << " must match 'memory' shape "
-           << shapeStr(memType.getShape()) << " in all but dimension "
-           << axis;
+           << shapeStr(memType.getShape()) << " in all but dimension " << axis;
   if (newType.getElementType() != memType.getElementType())
     return emitOpError("'new_states' element type ")
            << newType.getElementType() << " does not match 'memory' ("
@@ -756,9 +751,8 @@ LogicalResult MemoryUpdateOp::verify() {
   int64_t m = memType.getDimSize(axis), l = newType.getDimSize(axis);
   int64_t size = getSizeAttr().getInt();
   if (isStatic(m) && isStatic(l) && size > m + l)
-    return emitOpError("'size' (")
-           << size << ") exceeds the " << m + l
-           << " positions of memory and new states";
+    return emitOpError("'size' (") << size << ") exceeds the " << m + l
+                                   << " positions of memory and new states";
   return success();
 }
 
@@ -788,9 +782,10 @@ LogicalResult HaltingOp::verify() {
 // DepthLoopOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult DepthLoopOp::inferReturnTypes(
-    MLIRContext *context, std::optional<Location> location, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferredReturnTypes) {
+LogicalResult
+DepthLoopOp::inferReturnTypes(MLIRContext *context,
+                              std::optional<Location> location, Adaptor adaptor,
+                              SmallVectorImpl<Type> &inferredReturnTypes) {
   llvm::append_range(inferredReturnTypes, adaptor.getInits().getTypes());
   return success();
 }
@@ -830,9 +825,8 @@ LogicalResult DepthLoopOp::verifyRegions() {
            << n << " carried values, got " << yield.getValues().size();
   for (auto [i, value, init] : llvm::enumerate(yield.getValues(), getInits()))
     if (value.getType() != init.getType())
-      return emitOpError("body yield #")
-             << i << " has type " << value.getType() << ", expected "
-             << init.getType();
+      return emitOpError("body yield #") << i << " has type " << value.getType()
+                                         << ", expected " << init.getType();
   return success();
 }
 
@@ -840,9 +834,10 @@ LogicalResult DepthLoopOp::verifyRegions() {
 // RouteTopKOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult RouteTopKOp::inferReturnTypes(
-    MLIRContext *context, std::optional<Location> location, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferredReturnTypes) {
+LogicalResult
+RouteTopKOp::inferReturnTypes(MLIRContext *context,
+                              std::optional<Location> location, Adaptor adaptor,
+                              SmallVectorImpl<Type> &inferredReturnTypes) {
   RankedTensorType probs = rankedOf(adaptor.getProbs());
   IntegerAttr kAttr = adaptor.getKAttr();
   if (!probs || !kAttr)
@@ -871,9 +866,9 @@ LogicalResult RouteTopKOp::verify() {
   int64_t k = getKAttr().getInt();
   int64_t experts = probs.getShape().back();
   if (k < 1 || (isStatic(experts) && k > experts))
-    return emitOpError("'k' (") << k << ") must be in [1, "
-                                << shapeStr({experts}) << "] for "
-                                << shapeStr({experts}) << " experts";
+    return emitOpError("'k' (")
+           << k << ") must be in [1, " << shapeStr({experts}) << "] for "
+           << shapeStr({experts}) << " experts";
   if (!(getEps().convertToDouble() >= 0.0))
     return emitOpError("'eps' must be non-negative, got ")
            << getEps().convertToDouble();
@@ -915,8 +910,8 @@ LogicalResult MoEOp::verify() {
   int64_t hidden = wIn.getDimSize(2);
   if (!dimsCompatible(wIn.getDimSize(1), width))
     return emitOpError("'w_in' model width ")
-           << wIn.getDimSize(1) << " does not match the width of 'x' ("
-           << width << ")";
+           << wIn.getDimSize(1) << " does not match the width of 'x' (" << width
+           << ")";
   SmallVector<int64_t> expectedOut{experts, hidden, width};
   if (!shapesCompatible(wOut.getShape(), expectedOut))
     return emitOpError("'w_out' shape ")
@@ -933,6 +928,47 @@ LogicalResult MoEOp::verify() {
              << shapeStr(active.getShape()) << " does not match the token "
              << "shape " << shapeStr(tokens);
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shared semantics
+//===----------------------------------------------------------------------===//
+
+Value mlir::recur::buildT5Bucket(OpBuilder &b, Location loc, Value delta,
+                                 int64_t numBuckets, int64_t maxDistance) {
+  int64_t maxExact = numBuckets / 2;
+  Type f64 = b.getF64Type();
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  auto real = [&](double v) {
+    return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(v)).getResult();
+  };
+  auto toF64 = [&](Value i) {
+    return arith::SIToFPOp::create(
+        b, loc, f64, arith::IndexCastOp::create(b, loc, b.getI64Type(), i));
+  };
+  Value exact = index(maxExact);
+  Value n = arith::MaxSIOp::create(b, loc, delta, index(0));
+  Value isExact =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, n, exact);
+  // The log branch only matters for n >= exact; clamping keeps its log finite.
+  Value nLog = arith::MaxSIOp::create(b, loc, n, exact);
+  Value exactF = real(static_cast<double>(maxExact));
+  Value ratio = arith::DivFOp::create(b, loc, toF64(nLog), exactF);
+  Value rangeRatio = arith::DivFOp::create(
+      b, loc, real(static_cast<double>(maxDistance)), exactF);
+  Value frac = arith::DivFOp::create(b, loc, math::LogOp::create(b, loc, ratio),
+                                     math::LogOp::create(b, loc, rangeRatio));
+  Value scaled = arith::MulFOp::create(
+      b, loc, frac, real(static_cast<double>(numBuckets - maxExact)));
+  Value offset = arith::FPToSIOp::create(b, loc, b.getI64Type(), scaled);
+  Value logBucket = arith::AddIOp::create(
+      b, loc, exact,
+      arith::IndexCastOp::create(b, loc, b.getIndexType(), offset));
+  Value clamped =
+      arith::MinSIOp::create(b, loc, logBucket, index(numBuckets - 1));
+  return arith::SelectOp::create(b, loc, isExact, n, clamped);
 }
 
 #define GET_OP_CLASSES

@@ -236,7 +236,8 @@ def Recur_GateOp : Recur_Op<"gate", [Pure,
 //===----------------------------------------------------------------------===//
 
 def Recur_WindowAttentionOp : Recur_Op<"window_attention", [Pure,
-    AttrSizedOperandSegments, AllTypesMatch<["v", "result"]>]> {
+    AttrSizedOperandSegments, AllTypesMatch<["v", "result"]>,
+    DeclareOpInterfaceMethods<Recur_AdjointOpInterface>]> {
   let summary = "causal sliding-window (band) attention with a K/V cache";
   let description = [{
     Softmax attention of `q` `[..., T, d]` over the keys `k` `[..., T, d]` and
@@ -331,7 +332,8 @@ def Recur_AttentionOp : Recur_Op<"attention", [Pure, InferTypeOpAdaptor,
 }
 
 def Recur_RelAttentionOp : Recur_Op<"rel_attention",
-    [Pure, InferTypeOpAdaptor]> {
+    [Pure, InferTypeOpAdaptor,
+     DeclareOpInterfaceMethods<Recur_AdjointOpInterface>]> {
   let summary = "Transformer-XL relative-position attention over memory";
   let description = [{
     Transformer-XL's four-term attention. `q` is `[..., H, L, dh]` (the

@@ -131,42 +131,6 @@ Value attendRow(OpBuilder &b, Location loc, Value out, ValueRange prefix,
 // recur.window_attention
 //===----------------------------------------------------------------------===//
 
-/// The unidirectional T5 bucket of `delta` (an index): with exact =
-/// numBuckets / 2, a distance n < exact is its own bucket; a larger one goes
-/// to exact + (int)(log(n / exact) / log(maxDistance / exact) * (numBuckets -
-/// exact)), clamped to the last bucket. Computed in f64 whatever the element
-/// type, so the bucket boundaries do not move with it.
-Value t5Bucket(OpBuilder &b, Location loc, Value delta, int64_t numBuckets,
-               int64_t maxDistance) {
-  int64_t maxExact = numBuckets / 2;
-  Type f64 = b.getF64Type();
-  Value zero = indexConst(b, loc, 0);
-  Value exact = indexConst(b, loc, maxExact);
-  Value n = arith::MaxSIOp::create(b, loc, delta, zero);
-  Value isExact =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, n, exact);
-  // The log branch only matters for n >= exact; clamping keeps its log finite.
-  Value nLog = arith::MaxSIOp::create(b, loc, n, exact);
-  Value exactF = floatConst(b, loc, f64, static_cast<double>(maxExact));
-  Value ratio =
-      arith::DivFOp::create(b, loc, indexToFloat(b, loc, nLog, f64), exactF);
-  Value rangeRatio = arith::DivFOp::create(
-      b, loc, floatConst(b, loc, f64, static_cast<double>(maxDistance)),
-      exactF);
-  Value frac = arith::DivFOp::create(b, loc, math::LogOp::create(b, loc, ratio),
-                                     math::LogOp::create(b, loc, rangeRatio));
-  Value scaled = arith::MulFOp::create(
-      b, loc, frac,
-      floatConst(b, loc, f64, static_cast<double>(numBuckets - maxExact)));
-  Value offset = arith::FPToSIOp::create(b, loc, b.getI64Type(), scaled);
-  Value logBucket = arith::AddIOp::create(
-      b, loc, exact,
-      arith::IndexCastOp::create(b, loc, b.getIndexType(), offset));
-  Value clamped = arith::MinSIOp::create(b, loc, logBucket,
-                                         indexConst(b, loc, numBuckets - 1));
-  return arith::SelectOp::create(b, loc, isExact, n, clamped);
-}
-
 /// The keys query position `p` sees, as a range [begin, end) of key indices
 /// r, key r sitting at position r - C (the C cache entries come first):
 ///   token band: 1 <= p - pos <= window (0 <= p - pos <= window - 1 with
@@ -234,7 +198,7 @@ Value positionBias(OpBuilder &b, Location loc, WindowAttentionOp op, Value head,
     int64_t buckets = op.getNumBuckets() ? op.getNumBucketsAttr().getInt() : 32;
     int64_t maxDistance =
         op.getMaxDistance() ? op.getMaxDistanceAttr().getInt() : 128;
-    Value bucket = t5Bucket(b, loc, delta, buckets, maxDistance);
+    Value bucket = buildT5Bucket(b, loc, delta, buckets, maxDistance);
     return extractAt(b, loc, bias, {head, bucket});
   }
   case BiasKind::Alibi: {
