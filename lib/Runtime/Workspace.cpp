@@ -69,6 +69,9 @@ recur_status workspaceSize(const Context &ctx, const recur_layer_desc *layer,
     pushMemRef(words, nullptr, nullptr, arg.rank, shape);
   }
   int64_t kernelBytes = layer->workspace(words.data(), recur_get_num_threads());
+  if (kernelBytes == -1)
+    return ctx.fail(RECUR_ERROR_UNSUPPORTED,
+                    "the compiler could not bound this layer's workspace");
   if (kernelBytes < 0)
     return ctx.fail(RECUR_ERROR_INTERNAL,
                     "the workspace bound is negative (%lld): the sizes "

@@ -69,7 +69,8 @@ void mlir::recur::buildReferenceLoweringPipeline(OpPassManager &pm) {
 void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm) {
   // The reference lowering with the loops of independent iterations (tagged
   // by RecurToLoops, and the parallel dimensions of linalg glue) run as
-  // OpenMP worksharing loops, elementwise glue fused on tensors first, and
+  // OpenMP worksharing loops, elementwise glue fused on tensors first
+  // (recur-fuse-elementwise: not producers that read their init), and
   // every buffer the kernel allocates drawn from the runtime
   // (`_mlir_memref_to_llvm_alloc` and friends, defined by librecur_rt).
   // memref.alloca_scope (from the OpenMP conversion) is lowered with the
@@ -79,7 +80,7 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm) {
   static constexpr const char *kPipeline =
       "convert-recur-to-loops{mark-parallel},"
       "canonicalize,"
-      "linalg-fuse-elementwise-ops,"
+      "recur-fuse-elementwise,"
       "canonicalize,"
       "cse,"
       "one-shot-bufferize{bufferize-function-boundaries "

@@ -1688,6 +1688,12 @@ TEST(RuntimeWorkspace, Errors) {
   EXPECT_RECUR_ERROR(recur_workspace_size(badShapeLayer().get(), dims, &bytes),
                      RECUR_ERROR_UNSUPPORTED, "no workspace bound");
   EXPECT_EQ(bytes, 7u); // untouched by a failed call
+  // A kernel the compiler could not bound says -1.
+  Layer unknown = scanLayer();
+  unknown.desc.workspace = [](int64_t *, int64_t) -> int64_t { return -1; };
+  EXPECT_RECUR_ERROR(recur_workspace_size(unknown.get(), dims, &bytes),
+                     RECUR_ERROR_UNSUPPORTED,
+                     "could not bound this layer's workspace");
 }
 
 TEST(RuntimeMemory, NoLeakAfterManyCalls) {

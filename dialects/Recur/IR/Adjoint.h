@@ -30,6 +30,18 @@ public:
 
   /// The cotangent of `value`, zeros when none flows into it.
   Value getCotangentOrZeros(OpBuilder &b, Location loc, Value value);
+
+  /// For region ops: re-runs the ops of `body` at `b` with its arguments
+  /// bound to `args`, then differentiates them given the cotangents of the
+  /// values its terminator yields (`yielded`, null: zero). Sets `argCts` to
+  /// the cotangents of the arguments and `capturedCts` to those of the
+  /// values in `captured` (defined outside the body and used in it); null
+  /// where none flows.
+  virtual LogicalResult
+  differentiateBody(OpBuilder &b, Block &body, ValueRange args,
+                    ArrayRef<Value> yielded, ArrayRef<Value> captured,
+                    SmallVectorImpl<Value> &argCts,
+                    SmallVectorImpl<Value> &capturedCts) = 0;
 };
 
 /// A zero of scalar `type` (float or complex).

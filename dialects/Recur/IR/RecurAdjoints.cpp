@@ -10,10 +10,13 @@
 
 #include "Recur/IR/Recur.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 #include <cmath>
 #include <limits>
@@ -156,6 +159,14 @@ public:
   }
   void addCotangent(Value value, Value cotangent) override {
     inner.addCotangent(value, cotangent);
+  }
+  LogicalResult
+  differentiateBody(OpBuilder &b, Block &body, ValueRange args,
+                    ArrayRef<Value> yielded, ArrayRef<Value> captured,
+                    SmallVectorImpl<Value> &argCts,
+                    SmallVectorImpl<Value> &capturedCts) override {
+    return inner.differentiateBody(b, body, args, yielded, captured, argCts,
+                                   capturedCts);
   }
 
 private:
@@ -929,6 +940,196 @@ LogicalResult RelAttentionOp::buildAdjoint(OpBuilder &b,
             softmaxReadout(b, loc, s, scaled.getResult(0), getV(), getResult());
         return out;
       });
+}
+
+//===----------------------------------------------------------------------===//
+// block_recurrence
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Offsets, sizes and unit strides of block `start .. start + len` of
+/// `tensor` along `axis`.
+AxisRange blockRange(OpBuilder &b, Location loc, Value tensor, int64_t axis,
+                     Value start, int64_t len) {
+  return rangeAlong(b, loc, tensor, axis, start, b.getIndexAttr(len));
+}
+
+/// Row `i` of a stack `[n, ...]` (rank-reduced to `...`).
+Value stackRow(OpBuilder &b, Location loc, Value stack, Value i,
+               RankedTensorType rowType) {
+  AxisRange r = rangeAlong(b, loc, stack, 0, i, b.getIndexAttr(1));
+  return tensor::ExtractSliceOp::create(b, loc, rowType, stack, r.offsets,
+                                        r.sizes, r.strides);
+}
+
+} // namespace
+
+// The papers' memory policy: the carried state is kept only at block
+// boundaries (a forward loop stacks it), and each block's body is re-run
+// in a reverse loop over the blocks, which differentiates it (through the
+// backward builder) with the cotangents of its output blocks and of the
+// state it carried on; the cotangents of the values the body reads from
+// outside (weights) are summed over the blocks.
+LogicalResult BlockRecurrenceOp::buildAdjoint(OpBuilder &b,
+                                              AdjointBuilder &adjoint) {
+  if (llvm::none_of(getResults(),
+                    [&](Value r) { return adjoint.getCotangent(r); }))
+    return success();
+  Location loc = getLoc();
+  Block &body = getBody().front();
+  int64_t axis = getAxis(), len = getBlockSize();
+  SmallVector<Value> inputs(getInputs()), inits(getInits());
+  for (Value init : inits)
+    if (!isa<RankedTensorType>(init.getType()))
+      return emitError("cannot differentiate a block recurrence carrying a "
+                       "non-tensor value");
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  Value lenV = arith::ConstantIndexOp::create(b, loc, len);
+  Value total = tensor::DimOp::create(b, loc, inputs.front(), axis);
+  // T / block_size as an affine floordiv, which value bounds understand
+  // (the workspace bound of the stacks below).
+  Value blocks = affine::AffineApplyOp::create(
+      b, loc,
+      AffineMap::get(0, 1,
+                     getAffineSymbolExpr(0, b.getContext()).floorDiv(len)),
+      ValueRange{total});
+  auto inputBlocks = [&](OpBuilder &nb, Location nl, Value i) {
+    Value start = arith::MulIOp::create(nb, nl, i, lenV);
+    SmallVector<Value> parts;
+    for (auto [k, in] : llvm::enumerate(inputs)) {
+      AxisRange r = blockRange(nb, nl, in, axis, start, len);
+      auto type = cast<RankedTensorType>(body.getArgument(k).getType());
+      parts.push_back(tensor::ExtractSliceOp::create(
+          nb, nl, type, in, r.offsets, r.sizes, r.strides));
+    }
+    return parts;
+  };
+
+  // 1. The carried state at the start of every block, stacked.
+  SmallVector<Value> stacks;
+  for (Value init : inits) {
+    SmallVector<OpFoldResult> sizes = {OpFoldResult(blocks)};
+    llvm::append_range(sizes, tensor::getMixedSizes(b, loc, init));
+    stacks.push_back(tensor::EmptyOp::create(
+        b, loc, sizes,
+        cast<RankedTensorType>(init.getType()).getElementType()));
+  }
+  SmallVector<Value> forwardInits(inits);
+  llvm::append_range(forwardInits, stacks);
+  size_t nc = inits.size();
+  auto forward = scf::ForOp::create(
+      b, loc, c0, blocks, c1, forwardInits,
+      [&](OpBuilder &nb, Location nl, Value i, ValueRange iter) {
+        SmallVector<Value> next;
+        SmallVector<Value> newStacks;
+        for (size_t k = 0; k < nc; ++k) {
+          Value stack = iter[nc + k];
+          AxisRange r = rangeAlong(nb, nl, stack, 0, i, nb.getIndexAttr(1));
+          newStacks.push_back(tensor::InsertSliceOp::create(
+              nb, nl, iter[k], stack, r.offsets, r.sizes, r.strides));
+        }
+        IRMapping mapping;
+        SmallVector<Value> args = inputBlocks(nb, nl, i);
+        llvm::append_range(args, iter.take_front(nc));
+        for (auto [from, to] : llvm::zip(body.getArguments(), args))
+          mapping.map(from, to);
+        for (Operation &op : body.without_terminator())
+          nb.clone(op, mapping);
+        for (Value v : body.getTerminator()->getOperands().take_back(nc))
+          next.push_back(mapping.lookupOrDefault(v));
+        llvm::append_range(next, newStacks);
+        scf::YieldOp::create(nb, nl, next);
+      });
+  SmallVector<Value> stacked(forward.getResults().drop_front(nc));
+
+  // 2. The blocks in reverse.
+  SetVector<Value> capturedSet;
+  getUsedValuesDefinedAbove(getBody(), capturedSet);
+  SmallVector<Value> captured;
+  for (Value v : capturedSet)
+    if (isDifferentiableType(v.getType()) && isa<RankedTensorType>(v.getType()))
+      captured.push_back(v);
+  size_t nOut = getOutputs().size();
+  SmallVector<Value> outCts;
+  for (Value out : getOutputs())
+    outCts.push_back(adjoint.getCotangent(out));
+  SmallVector<Value> reverseInits;
+  for (auto [k, state] : llvm::enumerate(getFinalStates()))
+    reverseInits.push_back(adjoint.getCotangentOrZeros(b, loc, state));
+  SmallVector<size_t> diffInputs;
+  for (auto [k, in] : llvm::enumerate(inputs))
+    if (isDifferentiableType(in.getType())) {
+      diffInputs.push_back(k);
+      reverseInits.push_back(zerosLike(b, loc, in));
+    }
+  for (Value v : captured)
+    reverseInits.push_back(zerosLike(b, loc, v));
+  LogicalResult status = success();
+  auto reverse = scf::ForOp::create(
+      b, loc, c0, blocks, c1, reverseInits,
+      [&](OpBuilder &nb, Location nl, Value k, ValueRange iter) {
+        Value last = arith::SubIOp::create(nb, nl, blocks, c1);
+        Value i = arith::SubIOp::create(nb, nl, last, k);
+        Value start = arith::MulIOp::create(nb, nl, i, lenV);
+        SmallVector<Value> args = inputBlocks(nb, nl, i);
+        for (auto [c, stack] : llvm::enumerate(stacked))
+          args.push_back(stackRow(nb, nl, stack, i,
+                                  cast<RankedTensorType>(inits[c].getType())));
+        SmallVector<Value> yielded;
+        for (auto [o, ct] : llvm::enumerate(outCts)) {
+          if (!ct) {
+            yielded.push_back(Value());
+            continue;
+          }
+          AxisRange r = blockRange(nb, nl, ct, axis, start, len);
+          auto type = cast<RankedTensorType>(
+              body.getTerminator()->getOperand(o).getType());
+          yielded.push_back(tensor::ExtractSliceOp::create(
+              nb, nl, type, ct, r.offsets, r.sizes, r.strides));
+        }
+        llvm::append_range(yielded, iter.take_front(nc));
+        SmallVector<Value> argCts, capturedCts;
+        if (failed(adjoint.differentiateBody(nb, body, args, yielded, captured,
+                                             argCts, capturedCts))) {
+          status = failure();
+          argCts.assign(args.size(), Value());
+          capturedCts.assign(captured.size(), Value());
+        }
+        SmallVector<Value> next;
+        for (size_t c = 0; c < nc; ++c) {
+          Value ct = argCts[inputs.size() + c];
+          next.push_back(ct ? ct : zerosLike(nb, nl, args[inputs.size() + c]));
+        }
+        for (auto [d, k] : llvm::enumerate(diffInputs)) {
+          Value acc = iter[nc + d];
+          Value ct = argCts[k];
+          if (ct) {
+            AxisRange r = blockRange(nb, nl, acc, axis, start, len);
+            acc = tensor::InsertSliceOp::create(nb, nl, ct, acc, r.offsets,
+                                                r.sizes, r.strides);
+          }
+          next.push_back(acc);
+        }
+        for (auto [c, v] : llvm::enumerate(captured)) {
+          Value acc = iter[nc + diffInputs.size() + c];
+          Value ct = capturedCts[c];
+          next.push_back(ct ? addValues(nb, nl, acc, ct) : acc);
+        }
+        scf::YieldOp::create(nb, nl, next);
+      });
+  if (failed(status))
+    return failure();
+  (void)nOut;
+  ValueRange results = reverse.getResults();
+  for (size_t c = 0; c < nc; ++c)
+    adjoint.addCotangent(inits[c], results[c]);
+  for (auto [d, k] : llvm::enumerate(diffInputs))
+    adjoint.addCotangent(inputs[k], results[nc + d]);
+  for (auto [c, v] : llvm::enumerate(captured))
+    adjoint.addCotangent(v, results[nc + diffInputs.size() + c]);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

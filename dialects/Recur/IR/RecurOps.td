@@ -372,7 +372,8 @@ def Recur_RelAttentionOp : Recur_Op<"rel_attention",
 //===----------------------------------------------------------------------===//
 
 def Recur_BlockRecurrenceOp : Recur_Op<"block_recurrence", [
-    RecursiveMemoryEffects, AttrSizedOperandSegments]> {
+    RecursiveMemoryEffects, AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<Recur_AdjointOpInterface>]> {
   let summary = "sequential loop over blocks carrying state through a body";
   let description = [{
     Cuts every input along `axis` into blocks of `block_size` positions and

@@ -139,6 +139,20 @@ def RecurParallelizeLoops : Pass<"recur-parallelize-loops",
   let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
+def RecurFuseElementwise : Pass<"recur-fuse-elementwise"> {
+  let summary = "Elementwise producer-consumer fusion of linalg ops, except "
+                "producers that read their own init";
+  let description = [{
+    `linalg-fuse-elementwise-ops` with one restriction: a producer whose
+    body reads one of its inits (an all-parallel generic computing
+    `out + x * y` over a filled init, as the front end emits an einsum
+    without summed labels) is not fused into its consumers. Upstream's
+    fusion of such producers gave wrong results in derived backward kernels
+    (a weight table computed inside a block body); they stay separate loops.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def RecurWorkspaceBound : Pass<"recur-workspace-bound",
                                "::mlir::ModuleOp"> {
   let summary = "Add, beside each layer function, a function bounding the "
@@ -156,10 +170,10 @@ def RecurWorkspaceBound : Pass<"recur-workspace-bound",
     `scf.parallel`, and two for each enclosing sequential loop that carries
     buffers (the previous iteration's and the new one; the deallocation
     pipeline frees every other buffer within its iteration). The runtime's
-    `recur_workspace_size` calls it. A function whose allocations cannot be
-    bounded this way (a size with no upper bound in terms of the arguments,
-    a call to a function that allocates or is external, a realloc) is an
-    error.
+    `recur_workspace_size` calls it. When an allocation cannot be bounded
+    this way (a size with no upper bound in terms of the arguments, a call
+    to a function that allocates or is external, a realloc), `@F_workspace`
+    returns -1 (unknown) and a remark on the allocation says why.
 
     ```mlir
     func.func @F(%x: memref<?x8xf32>) -> memref<?x8xf32> {

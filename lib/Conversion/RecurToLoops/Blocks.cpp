@@ -139,8 +139,8 @@ struct BlockRecurrenceToLoops : OpRewritePattern<BlockRecurrenceOp> {
       // With no block at all the outputs have no positions, and 0 for the
       // sizes the body would have said.
       Value zero = indexConst(rewriter, loc, 0);
-      Value any = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ugt,
-                                        numBlocks, zero);
+      Value any = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::ugt, numBlocks, zero);
       auto peeled = scf::IfOp::create(
           rewriter, loc, any,
           [&](OpBuilder &b, Location l) {

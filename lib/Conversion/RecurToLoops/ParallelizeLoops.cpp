@@ -1,4 +1,5 @@
-//===- ParallelizeLoops.cpp - marked loops to scf.parallel -----------------===//
+//===- ParallelizeLoops.cpp - marked loops to scf.parallel
+//-----------------===//
 //
 // Part of the Recur project.
 //
@@ -76,10 +77,9 @@ bool writesOwnElements(Value buffer, scf::ForOp loop, bool indexed) {
     }
     if (isa<memref::SubViewOp, memref::CastOp, memref::ReinterpretCastOp,
             memref::ExpandShapeOp, memref::CollapseShapeOp>(user)) {
-      bool placed =
-          indexed || llvm::any_of(user->getOperands(), [&](Value v) {
-            return v != buffer && dependsOnIv(v, loop);
-          });
+      bool placed = indexed || llvm::any_of(user->getOperands(), [&](Value v) {
+                      return v != buffer && dependsOnIv(v, loop);
+                    });
       if (!writesOwnElements(user->getResult(0), loop, placed))
         return false;
       continue;

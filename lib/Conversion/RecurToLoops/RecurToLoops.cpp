@@ -54,9 +54,8 @@ struct ConvertRecurToLoopsPass
     // The patterns tag every nest of independent iterations; the tags stay
     // only for a pipeline that parallelizes them.
     if (!markParallel)
-      getOperation()->walk([](scf::ForOp loop) {
-        loop->removeAttr(loops::kParallelAttrName);
-      });
+      getOperation()->walk(
+          [](scf::ForOp loop) { loop->removeAttr(loops::kParallelAttrName); });
   }
 };
 

@@ -178,6 +178,20 @@ private:
   llvm::DenseSet<std::pair<Value, int64_t>> visiting;
 };
 
+/// Drops everything of `workspace` after `ret` (the return of the bound at
+/// the start of its entry block), and gives it its type.
+void dropBodyAfter(func::FuncOp workspace, Operation *ret) {
+  Block &entry = workspace.getBody().front();
+  // Last first: users before producers.
+  while (&entry.back() != ret)
+    entry.back().erase();
+  while (workspace.getBody().getBlocks().size() > 1)
+    workspace.getBody().back().erase();
+  workspace.setFunctionType(
+      FunctionType::get(workspace.getContext(), entry.getArgumentTypes(),
+                        {IndexType::get(workspace.getContext())}));
+}
+
 /// Builds, at the start of `workspace` (a clone of a layer function), the
 /// bound on what the clone's allocs hold at once, then drops its body.
 LogicalResult buildBound(func::FuncOp workspace) {
@@ -194,7 +208,7 @@ LogicalResult buildBound(func::FuncOp workspace) {
     auto call = dyn_cast<func::CallOp>(op);
     if (isa<memref::ReallocOp>(op) || (call && !allocatesNothing(call)) ||
         (!call && isa<CallOpInterface>(op))) {
-      op->emitError("recur-workspace-bound: cannot bound the memory of '")
+      op->emitRemark("recur-workspace-bound: cannot bound the memory of '")
           << op->getName() << "'";
       return WalkResult::interrupt();
     }
@@ -203,6 +217,7 @@ LogicalResult buildBound(func::FuncOp workspace) {
   if (walk.wasInterrupted())
     return failure();
 
+  // On failure, the bound is unknown (-1); a remark says why.
   BoundBuilder bounds(entry, loc);
   OpBuilder &b = bounds.builder();
   Value total = arith::ConstantIndexOp::create(b, loc, 0);
@@ -210,7 +225,7 @@ LogicalResult buildBound(func::FuncOp workspace) {
     MemRefType type = alloc.getType();
     std::optional<int64_t> bytes = elementBytes(type.getElementType());
     if (!bytes)
-      return alloc.emitError("recur-workspace-bound: no byte size for ")
+      return alloc.emitRemark("recur-workspace-bound: no byte size for ")
              << type.getElementType();
     int64_t constant = *bytes;
     Value size = nullptr;
@@ -226,7 +241,7 @@ LogicalResult buildBound(func::FuncOp workspace) {
       FailureOr<Value> bound = bounds.valueBound(
           alloc.getDynamicSizes()[type.getDynamicDimIndex(dim)]);
       if (failed(bound))
-        return alloc.emitError(
+        return alloc.emitRemark(
                    "recur-workspace-bound: no upper bound for dimension ")
                << dim << " in terms of the function's arguments";
       multiply(*bound);
@@ -249,16 +264,19 @@ LogicalResult buildBound(func::FuncOp workspace) {
     multiply(arith::ConstantIndexOp::create(b, loc, copies));
     total = arith::AddIOp::create(b, loc, total, size);
   }
-  Operation *ret = func::ReturnOp::create(b, loc, total);
-
-  // Everything after the bound goes, last first (users before producers).
-  while (&entry.back() != ret)
-    entry.back().erase();
-  while (workspace.getBody().getBlocks().size() > 1)
-    workspace.getBody().back().erase();
-  workspace.setFunctionType(FunctionType::get(
-      workspace.getContext(), entry.getArgumentTypes(), {b.getIndexType()}));
+  dropBodyAfter(workspace, func::ReturnOp::create(b, loc, total));
   return success();
+}
+
+/// Makes `workspace` return -1: the bound is unknown.
+void returnUnknown(func::FuncOp workspace) {
+  Block &entry = workspace.getBody().front();
+  OpBuilder b(&entry, entry.begin());
+  Location loc = workspace.getLoc();
+  dropBodyAfter(
+      workspace,
+      func::ReturnOp::create(
+          b, loc, arith::ConstantIndexOp::create(b, loc, -1).getResult()));
 }
 
 struct RecurWorkspaceBoundPass
@@ -279,8 +297,10 @@ struct RecurWorkspaceBoundPass
                                           b.getIndexType(), nullptr,
                                           workspace.getLoc())))
         return signalPassFailure();
+      // Ops the bound code already built at the start stay until
+      // returnUnknown drops them with the rest.
       if (failed(buildBound(workspace)))
-        return signalPassFailure();
+        returnUnknown(workspace);
     }
   }
 };

@@ -55,8 +55,31 @@ public:
 
   ScalarCotangents &scalarCotangents() { return scalars; }
 
-  /// Visits the ops of `block` last to first.
-  LogicalResult run(Block &block);
+  /// Visits `ops` (in program order) last to first.
+  LogicalResult run(ArrayRef<Operation *> ops);
+
+  LogicalResult
+  differentiateBody(OpBuilder &bb, Block &body, ValueRange args,
+                    ArrayRef<Value> yielded, ArrayRef<Value> captured,
+                    SmallVectorImpl<Value> &argCts,
+                    SmallVectorImpl<Value> &capturedCts) override {
+    IRMapping mapping;
+    for (auto [from, to] : llvm::zip(body.getArguments(), args))
+      mapping.map(from, to);
+    SmallVector<Operation *> cloned;
+    for (Operation &op : body.without_terminator())
+      cloned.push_back(bb.clone(op, mapping));
+    Sweep child(bb);
+    for (auto [v, ct] : llvm::zip(body.getTerminator()->getOperands(), yielded))
+      child.addCotangent(mapping.lookupOrDefault(v), ct);
+    if (failed(child.run(cloned)))
+      return failure();
+    for (Value a : args)
+      argCts.push_back(child.getCotangent(a));
+    for (Value c : captured)
+      capturedCts.push_back(child.getCotangent(c));
+    return success();
+  }
 
 private:
   OpBuilder &b;
@@ -64,10 +87,7 @@ private:
   ScalarCotangents scalars;
 };
 
-LogicalResult Sweep::run(Block &block) {
-  SmallVector<Operation *> ops;
-  for (Operation &op : block.without_terminator())
-    ops.push_back(&op);
+LogicalResult Sweep::run(ArrayRef<Operation *> ops) {
   for (Operation *op : llvm::reverse(ops)) {
     if (llvm::none_of(op->getResults(),
                       [&](Value r) { return getCotangent(r) != nullptr; }))
@@ -154,7 +174,10 @@ LogicalResult deriveBackward(func::FuncOp func) {
   for (auto [k, result] : llvm::enumerate(ret->getOperands()))
     sweep.addCotangent(mapping.lookupOrDefault(result),
                        entry->getArgument(type.getNumInputs() + k));
-  if (failed(sweep.run(*entry))) {
+  SmallVector<Operation *> forward;
+  for (Operation &op : *entry)
+    forward.push_back(&op);
+  if (failed(sweep.run(forward))) {
     backward.erase();
     return failure();
   }

@@ -17,6 +17,7 @@ namespace recur {
 #define GEN_PASS_DECL_CONVERTRECURTOLOOPS
 #define GEN_PASS_DECL_RECURPARALLELIZELOOPS
 #define GEN_PASS_DECL_RECURWORKSPACEBOUND
+#define GEN_PASS_DECL_RECURFUSEELEMENTWISE
 #include "recur/Conversion/Passes.h.inc"
 
 /// `recur-workspace-bound` names the bound of layer function F
