@@ -1051,7 +1051,6 @@ LogicalResult BlockRecurrenceOp::buildAdjoint(OpBuilder &b,
   for (Value v : capturedSet)
     if (isDifferentiableType(v.getType()) && isa<RankedTensorType>(v.getType()))
       captured.push_back(v);
-  size_t nOut = getOutputs().size();
   SmallVector<Value> outCts;
   for (Value out : getOutputs())
     outCts.push_back(adjoint.getCotangent(out));
@@ -1121,7 +1120,6 @@ LogicalResult BlockRecurrenceOp::buildAdjoint(OpBuilder &b,
       });
   if (failed(status))
     return failure();
-  (void)nOut;
   ValueRange results = reverse.getResults();
   for (size_t c = 0; c < nc; ++c)
     adjoint.addCotangent(inits[c], results[c]);
