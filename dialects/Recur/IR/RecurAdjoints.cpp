@@ -144,36 +144,6 @@ Value prefixGeneric(
   return generic.getResult(0);
 }
 
-/// Forwards an AdjointBuilder, reading the cotangent of each `from` value
-/// (a result of ops built to stand for an op) as that of the op's result it
-/// stands for.
-class Renamed : public AdjointBuilder {
-public:
-  Renamed(AdjointBuilder &inner, ArrayRef<std::pair<Value, Value>> names)
-      : inner(inner), names(names) {}
-  Value getCotangent(Value value) override {
-    for (auto [from, to] : names)
-      if (value == from)
-        return inner.getCotangent(to);
-    return inner.getCotangent(value);
-  }
-  void addCotangent(Value value, Value cotangent) override {
-    inner.addCotangent(value, cotangent);
-  }
-  LogicalResult
-  differentiateBody(OpBuilder &b, Block &body, ValueRange args,
-                    ArrayRef<Value> yielded, ArrayRef<Value> captured,
-                    SmallVectorImpl<Value> &argCts,
-                    SmallVectorImpl<Value> &capturedCts) override {
-    return inner.differentiateBody(b, body, args, yielded, captured, argCts,
-                                   capturedCts);
-  }
-
-private:
-  AdjointBuilder &inner;
-  SmallVector<std::pair<Value, Value>> names;
-};
-
 /// The adjoint of an op through ops that compute the same results
 /// (`decomposed`, in order; `names` pairs their results with the op's):
 /// each one's adjoint, last first. The decomposed forward ops are dead
@@ -181,10 +151,14 @@ private:
 LogicalResult adjointThroughOps(OpBuilder &b, ArrayRef<Operation *> decomposed,
                                 ArrayRef<std::pair<Value, Value>> names,
                                 AdjointBuilder &adjoint) {
-  Renamed renamed(adjoint, names);
+  // Each stand-in starts from the cotangent of the result it stands for;
+  // the decomposed ops that use it add theirs.
+  for (auto [from, to] : names)
+    if (Value ct = adjoint.getCotangent(to))
+      adjoint.addCotangent(from, ct);
   for (Operation *op : llvm::reverse(decomposed)) {
     if (llvm::none_of(op->getResults(), [&](Value r) {
-          return renamed.getCotangent(r) != nullptr;
+          return adjoint.getCotangent(r) != nullptr;
         }))
       continue;
     auto model = dyn_cast<AdjointOpInterface>(op);
@@ -193,7 +167,7 @@ LogicalResult adjointThroughOps(OpBuilder &b, ArrayRef<Operation *> decomposed,
       continue;
     if (!model)
       return op->emitError("no adjoint for '") << op->getName() << "'";
-    if (failed(model.buildAdjoint(b, renamed)))
+    if (failed(model.buildAdjoint(b, adjoint)))
       return failure();
   }
   return success();
@@ -943,7 +917,7 @@ LogicalResult RelAttentionOp::buildAdjoint(OpBuilder &b,
 }
 
 //===----------------------------------------------------------------------===//
-// block_recurrence
+// block_recurrence and depth_loop
 //===----------------------------------------------------------------------===//
 
 namespace {
@@ -963,14 +937,156 @@ Value stackRow(OpBuilder &b, Location loc, Value stack, Value i,
                                         r.sizes, r.strides);
 }
 
+/// A region op that runs `body` `count` times, carrying values from one
+/// iteration to the next: the body's last `inits.size()` arguments and
+/// yielded values are the carried ones; its leading arguments are given per
+/// iteration (a block of the inputs, the step index) and its leading
+/// yielded values are per-iteration outputs.
+struct CarriedLoop {
+  Block *body;
+  Value count;
+  SmallVector<Value> inits;
+  /// The op's results holding the carried values after the last iteration.
+  SmallVector<Value> finals;
+  /// The body's leading arguments at iteration `i`.
+  function_ref<SmallVector<Value>(OpBuilder &, Location, Value)> leadingArgs;
+  /// The cotangents of the body's leading yielded values at iteration `i`
+  /// (null: none).
+  function_ref<SmallVector<Value>(OpBuilder &, Location, Value)> leadingCts;
+  /// Values summed over the iterations from the cotangents of the leading
+  /// arguments: their starting values, and `accumulate(b, loc, i,
+  /// leadingArgCts, accs)` giving the next ones.
+  SmallVector<Value> accInits;
+  function_ref<SmallVector<Value>(OpBuilder &, Location, Value, ArrayRef<Value>,
+                                  ValueRange)>
+      accumulate;
+};
+
+/// The adjoint of a CarriedLoop with the papers' memory policy: the carried
+/// values are kept only at the start of each iteration (a forward loop
+/// stacks them), and a reverse loop re-runs each iteration's body and
+/// differentiates it (through the backward builder) with the cotangents of
+/// its outputs and of what it carried on. Adds the cotangents of the inits
+/// and of the values the body reads from outside (weights, summed over the
+/// iterations); returns the accumulators' final values in `accs`.
+LogicalResult adjointOfCarriedLoop(OpBuilder &b, Location loc,
+                                   const CarriedLoop &loop,
+                                   AdjointBuilder &adjoint,
+                                   SmallVectorImpl<Value> &accs) {
+  Block &body = *loop.body;
+  size_t nc = loop.inits.size();
+  size_t nLead = body.getNumArguments() - nc;
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+
+  // 1. The carried values at the start of every iteration, stacked.
+  SmallVector<Value> forwardInits(loop.inits);
+  for (Value init : loop.inits) {
+    SmallVector<OpFoldResult> sizes = {OpFoldResult(loop.count)};
+    llvm::append_range(sizes, tensor::getMixedSizes(b, loc, init));
+    forwardInits.push_back(tensor::EmptyOp::create(
+        b, loc, sizes,
+        cast<RankedTensorType>(init.getType()).getElementType()));
+  }
+  auto forward = scf::ForOp::create(
+      b, loc, c0, loop.count, c1, forwardInits,
+      [&](OpBuilder &nb, Location nl, Value i, ValueRange iter) {
+        SmallVector<Value> next, newStacks;
+        for (size_t k = 0; k < nc; ++k) {
+          Value stack = iter[nc + k];
+          AxisRange r = rangeAlong(nb, nl, stack, 0, i, nb.getIndexAttr(1));
+          newStacks.push_back(tensor::InsertSliceOp::create(
+              nb, nl, iter[k], stack, r.offsets, r.sizes, r.strides));
+        }
+        IRMapping mapping;
+        SmallVector<Value> args = loop.leadingArgs(nb, nl, i);
+        llvm::append_range(args, iter.take_front(nc));
+        for (auto [from, to] : llvm::zip(body.getArguments(), args))
+          mapping.map(from, to);
+        for (Operation &op : body.without_terminator())
+          nb.clone(op, mapping);
+        for (Value v : body.getTerminator()->getOperands().take_back(nc))
+          next.push_back(mapping.lookupOrDefault(v));
+        llvm::append_range(next, newStacks);
+        scf::YieldOp::create(nb, nl, next);
+      });
+  SmallVector<Value> stacked(forward.getResults().drop_front(nc));
+
+  // 2. The iterations in reverse.
+  SetVector<Value> capturedSet;
+  getUsedValuesDefinedAbove(*body.getParent(), capturedSet);
+  SmallVector<Value> captured;
+  for (Value v : capturedSet)
+    if (isDifferentiableType(v.getType()) && isa<RankedTensorType>(v.getType()))
+      captured.push_back(v);
+  SmallVector<Value> reverseInits;
+  for (Value final : loop.finals)
+    reverseInits.push_back(adjoint.getCotangentOrZeros(b, loc, final));
+  llvm::append_range(reverseInits, loop.accInits);
+  for (Value v : captured)
+    reverseInits.push_back(zerosLike(b, loc, v));
+  size_t na = loop.accInits.size();
+  LogicalResult status = success();
+  auto reverse = scf::ForOp::create(
+      b, loc, c0, loop.count, c1, reverseInits,
+      [&](OpBuilder &nb, Location nl, Value k, ValueRange iter) {
+        Value last = arith::SubIOp::create(nb, nl, loop.count, c1);
+        Value i = arith::SubIOp::create(nb, nl, last, k);
+        SmallVector<Value> args = loop.leadingArgs(nb, nl, i);
+        for (auto [c, stack] : llvm::enumerate(stacked))
+          args.push_back(
+              stackRow(nb, nl, stack, i,
+                       cast<RankedTensorType>(loop.inits[c].getType())));
+        SmallVector<Value> yielded = loop.leadingCts(nb, nl, i);
+        llvm::append_range(yielded, iter.take_front(nc));
+        SmallVector<Value> argCts, capturedCts;
+        if (failed(adjoint.differentiateBody(nb, body, args, yielded, captured,
+                                             argCts, capturedCts))) {
+          status = failure();
+          argCts.assign(args.size(), Value());
+          capturedCts.assign(captured.size(), Value());
+        }
+        SmallVector<Value> next;
+        for (size_t c = 0; c < nc; ++c) {
+          Value ct = argCts[nLead + c];
+          next.push_back(ct ? ct : zerosLike(nb, nl, args[nLead + c]));
+        }
+        llvm::append_range(
+            next, loop.accumulate(nb, nl, i,
+                                  ArrayRef<Value>(argCts).take_front(nLead),
+                                  iter.slice(nc, na)));
+        for (auto [c, v] : llvm::enumerate(captured)) {
+          Value acc = iter[nc + na + c];
+          Value ct = capturedCts[c];
+          next.push_back(ct ? addValues(nb, nl, acc, ct) : acc);
+        }
+        scf::YieldOp::create(nb, nl, next);
+      });
+  if (failed(status))
+    return failure();
+  ValueRange results = reverse.getResults();
+  for (size_t c = 0; c < nc; ++c)
+    adjoint.addCotangent(loop.inits[c], results[c]);
+  accs.assign(results.begin() + nc, results.begin() + nc + na);
+  for (auto [c, v] : llvm::enumerate(captured))
+    adjoint.addCotangent(v, results[nc + na + c]);
+  return success();
+}
+
+/// Fails unless every carried value is a float or complex tensor.
+LogicalResult checkCarried(Operation *op, ValueRange inits) {
+  for (Value init : inits)
+    if (!isa<RankedTensorType>(init.getType()) ||
+        !isDifferentiableType(init.getType()))
+      return op->emitError("cannot differentiate a loop carrying ")
+             << init.getType() << " (only float and complex tensors)";
+  return success();
+}
+
 } // namespace
 
-// The papers' memory policy: the carried state is kept only at block
-// boundaries (a forward loop stacks it), and each block's body is re-run
-// in a reverse loop over the blocks, which differentiates it (through the
-// backward builder) with the cotangents of its output blocks and of the
-// state it carried on; the cotangents of the values the body reads from
-// outside (weights) are summed over the blocks.
+// The blocks of the inputs are the leading arguments; their cotangents are
+// written into whole-sequence accumulators block by block.
 LogicalResult BlockRecurrenceOp::buildAdjoint(OpBuilder &b,
                                               AdjointBuilder &adjoint) {
   if (llvm::none_of(getResults(),
@@ -979,17 +1095,13 @@ LogicalResult BlockRecurrenceOp::buildAdjoint(OpBuilder &b,
   Location loc = getLoc();
   Block &body = getBody().front();
   int64_t axis = getAxis(), len = getBlockSize();
-  SmallVector<Value> inputs(getInputs()), inits(getInits());
-  for (Value init : inits)
-    if (!isa<RankedTensorType>(init.getType()))
-      return emitError("cannot differentiate a block recurrence carrying a "
-                       "non-tensor value");
-  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  SmallVector<Value> inputs(getInputs());
+  if (failed(checkCarried(*this, getInits())))
+    return failure();
   Value lenV = arith::ConstantIndexOp::create(b, loc, len);
   Value total = tensor::DimOp::create(b, loc, inputs.front(), axis);
   // T / block_size as an affine floordiv, which value bounds understand
-  // (the workspace bound of the stacks below).
+  // (the workspace bound of the stacks).
   Value blocks = affine::AffineApplyOp::create(
       b, loc,
       AffineMap::get(0, 1,
@@ -1006,127 +1118,461 @@ LogicalResult BlockRecurrenceOp::buildAdjoint(OpBuilder &b,
     }
     return parts;
   };
-
-  // 1. The carried state at the start of every block, stacked.
-  SmallVector<Value> stacks;
-  for (Value init : inits) {
-    SmallVector<OpFoldResult> sizes = {OpFoldResult(blocks)};
-    llvm::append_range(sizes, tensor::getMixedSizes(b, loc, init));
-    stacks.push_back(tensor::EmptyOp::create(
-        b, loc, sizes,
-        cast<RankedTensorType>(init.getType()).getElementType()));
-  }
-  SmallVector<Value> forwardInits(inits);
-  llvm::append_range(forwardInits, stacks);
-  size_t nc = inits.size();
-  auto forward = scf::ForOp::create(
-      b, loc, c0, blocks, c1, forwardInits,
-      [&](OpBuilder &nb, Location nl, Value i, ValueRange iter) {
-        SmallVector<Value> next;
-        SmallVector<Value> newStacks;
-        for (size_t k = 0; k < nc; ++k) {
-          Value stack = iter[nc + k];
-          AxisRange r = rangeAlong(nb, nl, stack, 0, i, nb.getIndexAttr(1));
-          newStacks.push_back(tensor::InsertSliceOp::create(
-              nb, nl, iter[k], stack, r.offsets, r.sizes, r.strides));
-        }
-        IRMapping mapping;
-        SmallVector<Value> args = inputBlocks(nb, nl, i);
-        llvm::append_range(args, iter.take_front(nc));
-        for (auto [from, to] : llvm::zip(body.getArguments(), args))
-          mapping.map(from, to);
-        for (Operation &op : body.without_terminator())
-          nb.clone(op, mapping);
-        for (Value v : body.getTerminator()->getOperands().take_back(nc))
-          next.push_back(mapping.lookupOrDefault(v));
-        llvm::append_range(next, newStacks);
-        scf::YieldOp::create(nb, nl, next);
-      });
-  SmallVector<Value> stacked(forward.getResults().drop_front(nc));
-
-  // 2. The blocks in reverse.
-  SetVector<Value> capturedSet;
-  getUsedValuesDefinedAbove(getBody(), capturedSet);
-  SmallVector<Value> captured;
-  for (Value v : capturedSet)
-    if (isDifferentiableType(v.getType()) && isa<RankedTensorType>(v.getType()))
-      captured.push_back(v);
   SmallVector<Value> outCts;
   for (Value out : getOutputs())
     outCts.push_back(adjoint.getCotangent(out));
-  SmallVector<Value> reverseInits;
-  for (auto [k, state] : llvm::enumerate(getFinalStates()))
-    reverseInits.push_back(adjoint.getCotangentOrZeros(b, loc, state));
+  auto outputBlockCts = [&](OpBuilder &nb, Location nl, Value i) {
+    Value start = arith::MulIOp::create(nb, nl, i, lenV);
+    SmallVector<Value> cts;
+    for (auto [o, ct] : llvm::enumerate(outCts)) {
+      if (!ct) {
+        cts.push_back(Value());
+        continue;
+      }
+      AxisRange r = blockRange(nb, nl, ct, axis, start, len);
+      auto type =
+          cast<RankedTensorType>(body.getTerminator()->getOperand(o).getType());
+      cts.push_back(tensor::ExtractSliceOp::create(nb, nl, type, ct, r.offsets,
+                                                   r.sizes, r.strides));
+    }
+    return cts;
+  };
   SmallVector<size_t> diffInputs;
+  SmallVector<Value> accInits;
   for (auto [k, in] : llvm::enumerate(inputs))
     if (isDifferentiableType(in.getType())) {
       diffInputs.push_back(k);
-      reverseInits.push_back(zerosLike(b, loc, in));
+      accInits.push_back(zerosLike(b, loc, in));
     }
-  for (Value v : captured)
-    reverseInits.push_back(zerosLike(b, loc, v));
-  LogicalResult status = success();
-  auto reverse = scf::ForOp::create(
-      b, loc, c0, blocks, c1, reverseInits,
-      [&](OpBuilder &nb, Location nl, Value k, ValueRange iter) {
-        Value last = arith::SubIOp::create(nb, nl, blocks, c1);
-        Value i = arith::SubIOp::create(nb, nl, last, k);
-        Value start = arith::MulIOp::create(nb, nl, i, lenV);
-        SmallVector<Value> args = inputBlocks(nb, nl, i);
-        for (auto [c, stack] : llvm::enumerate(stacked))
-          args.push_back(stackRow(nb, nl, stack, i,
-                                  cast<RankedTensorType>(inits[c].getType())));
-        SmallVector<Value> yielded;
-        for (auto [o, ct] : llvm::enumerate(outCts)) {
-          if (!ct) {
-            yielded.push_back(Value());
-            continue;
-          }
-          AxisRange r = blockRange(nb, nl, ct, axis, start, len);
-          auto type = cast<RankedTensorType>(
-              body.getTerminator()->getOperand(o).getType());
-          yielded.push_back(tensor::ExtractSliceOp::create(
-              nb, nl, type, ct, r.offsets, r.sizes, r.strides));
-        }
-        llvm::append_range(yielded, iter.take_front(nc));
-        SmallVector<Value> argCts, capturedCts;
-        if (failed(adjoint.differentiateBody(nb, body, args, yielded, captured,
-                                             argCts, capturedCts))) {
-          status = failure();
-          argCts.assign(args.size(), Value());
-          capturedCts.assign(captured.size(), Value());
-        }
-        SmallVector<Value> next;
-        for (size_t c = 0; c < nc; ++c) {
-          Value ct = argCts[inputs.size() + c];
-          next.push_back(ct ? ct : zerosLike(nb, nl, args[inputs.size() + c]));
-        }
-        for (auto [d, k] : llvm::enumerate(diffInputs)) {
-          Value acc = iter[nc + d];
-          Value ct = argCts[k];
-          if (ct) {
-            AxisRange r = blockRange(nb, nl, acc, axis, start, len);
-            acc = tensor::InsertSliceOp::create(nb, nl, ct, acc, r.offsets,
-                                                r.sizes, r.strides);
-          }
-          next.push_back(acc);
-        }
-        for (auto [c, v] : llvm::enumerate(captured)) {
-          Value acc = iter[nc + diffInputs.size() + c];
-          Value ct = capturedCts[c];
-          next.push_back(ct ? addValues(nb, nl, acc, ct) : acc);
-        }
-        scf::YieldOp::create(nb, nl, next);
-      });
-  if (failed(status))
+  auto accumulate = [&](OpBuilder &nb, Location nl, Value i,
+                        ArrayRef<Value> argCts, ValueRange accs) {
+    Value start = arith::MulIOp::create(nb, nl, i, lenV);
+    SmallVector<Value> next;
+    for (auto [d, k] : llvm::enumerate(diffInputs)) {
+      Value acc = accs[d];
+      if (Value ct = argCts[k]) {
+        AxisRange r = blockRange(nb, nl, acc, axis, start, len);
+        acc = tensor::InsertSliceOp::create(nb, nl, ct, acc, r.offsets, r.sizes,
+                                            r.strides);
+      }
+      next.push_back(acc);
+    }
+    return next;
+  };
+  CarriedLoop loop{&body,
+                   blocks,
+                   SmallVector<Value>(getInits()),
+                   SmallVector<Value>(getFinalStates()),
+                   inputBlocks,
+                   outputBlockCts,
+                   accInits,
+                   accumulate};
+  SmallVector<Value> accs;
+  if (failed(adjointOfCarriedLoop(b, loc, loop, adjoint, accs)))
     return failure();
-  ValueRange results = reverse.getResults();
-  for (size_t c = 0; c < nc; ++c)
-    adjoint.addCotangent(inits[c], results[c]);
   for (auto [d, k] : llvm::enumerate(diffInputs))
-    adjoint.addCotangent(inputs[k], results[nc + d]);
-  for (auto [c, v] : llvm::enumerate(captured))
-    adjoint.addCotangent(v, results[nc + diffInputs.size() + c]);
+    adjoint.addCotangent(inputs[k], accs[d]);
+  return success();
+}
+
+// Every yielded value is carried; the only leading argument is the step
+// index. The states at each depth are kept and each step re-run in reverse.
+LogicalResult DepthLoopOp::buildAdjoint(OpBuilder &b, AdjointBuilder &adjoint) {
+  if (llvm::none_of(getResults(),
+                    [&](Value r) { return adjoint.getCotangent(r); }))
+    return success();
+  if (failed(checkCarried(*this, getInits())))
+    return failure();
+  Location loc = getLoc();
+  Value depth = arith::ConstantIndexOp::create(b, loc, getMaxDepth());
+  auto stepIndex = [](OpBuilder &, Location, Value i) {
+    return SmallVector<Value>{i};
+  };
+  auto noCts = [](OpBuilder &, Location, Value) {
+    return SmallVector<Value>();
+  };
+  auto nothing = [](OpBuilder &, Location, Value, ArrayRef<Value>, ValueRange) {
+    return SmallVector<Value>();
+  };
+  CarriedLoop loop{&getBody().front(),
+                   depth,
+                   SmallVector<Value>(getInits()),
+                   SmallVector<Value>(getResults()),
+                   stepIndex,
+                   noCts,
+                   {},
+                   nothing};
+  SmallVector<Value> accs;
+  return adjointOfCarriedLoop(b, loc, loop, adjoint, accs);
+}
+
+//===----------------------------------------------------------------------===//
+// halting
+//===----------------------------------------------------------------------===//
+
+// Through the same formulas as generics (a token is active while its mass
+// is below the threshold; a halted token's values are copies, so only the
+// copied operands get its cotangents).
+LogicalResult HaltingOp::buildAdjoint(OpBuilder &b, AdjointBuilder &adjoint) {
+  if (llvm::none_of(getResults(),
+                    [&](Value r) { return adjoint.getCotangent(r); }))
+    return success();
+  Location loc = getLoc();
+  Type elem = cast<RankedTensorType>(getPHat().getType()).getElementType();
+  double threshold = getThreshold().convertToDouble();
+  Block *block = b.getInsertionBlock();
+  Operation *last = block->empty() ? nullptr : &block->back();
+  auto cst = [&](OpBuilder &nb, Location nl, double v) {
+    return arith::ConstantOp::create(nb, nl, nb.getFloatAttr(elem, v));
+  };
+  auto active = [&](OpBuilder &nb, Location nl, Value mass) {
+    return arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OLT, mass,
+                                 cst(nb, nl, threshold));
+  };
+  auto oneMinus = [&](OpBuilder &nb, Location nl, Value x) {
+    return arith::SubFOp::create(nb, nl, cst(nb, nl, 1.0), x);
+  };
+  // a = active ? p_hat (1 - mass) : 0
+  Value a = elementwise(
+      b, loc, {getPHat(), getMass()}, elem,
+      [&](OpBuilder &nb, Location nl, ValueRange v) -> Value {
+        Value p = arith::MulFOp::create(nb, nl, v[0], oneMinus(nb, nl, v[1]));
+        return arith::SelectOp::create(nb, nl, active(nb, nl, v[1]), p,
+                                       cst(nb, nl, 0.0));
+      });
+  // new_mass = mass + a
+  Value newMass = elementwise(b, loc, {getMass(), a}, elem,
+                              [&](OpBuilder &nb, Location nl, ValueRange v) {
+                                return addScalars(nb, nl, v[0], v[1]);
+                              });
+  // s = active ? (1 - mass) h + acc : s_prev
+  Value s = prefixGeneric(
+      b, loc, getMass(), {getMass()}, {getH(), getAcc(), getSPrev()}, false,
+      elem,
+      [&](OpBuilder &nb, Location nl, ValueRange p, ValueRange f) -> Value {
+        Value mixed = arith::AddFOp::create(
+            nb, nl, arith::MulFOp::create(nb, nl, oneMinus(nb, nl, p[0]), f[0]),
+            f[1]);
+        return arith::SelectOp::create(nb, nl, active(nb, nl, p[0]), mixed,
+                                       f[2]);
+      });
+  // new_acc = acc + a h
+  Value newAcc = prefixGeneric(
+      b, loc, a, {a}, {getH(), getAcc()}, false, elem,
+      [&](OpBuilder &nb, Location nl, ValueRange p, ValueRange f) -> Value {
+        return arith::AddFOp::create(nb, nl, f[1],
+                                     arith::MulFOp::create(nb, nl, p[0], f[0]));
+      });
+  return adjointThroughOps(b, builtSince(block, last),
+                           {{a, getA()},
+                            {s, getS()},
+                            {newMass, getNewMass()},
+                            {newAcc, getNewAcc()}},
+                           adjoint);
+}
+
+//===----------------------------------------------------------------------===//
+// route_topk
+//===----------------------------------------------------------------------===//
+
+// gates_j = p[i_j] / (sum_j' p[i_j'] + eps) through generics that pick the
+// selected probabilities by comparing indices (the selection itself, a
+// piecewise-constant function of the probabilities, has no gradient): only
+// the selected experts' probabilities get cotangents.
+LogicalResult RouteTopKOp::buildAdjoint(OpBuilder &b, AdjointBuilder &adjoint) {
+  if (!adjoint.getCotangent(getGates()))
+    return success();
+  Location loc = getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value probs = getProbs(), indices = getIndices();
+  auto probsType = cast<RankedTensorType>(probs.getType());
+  Type elem = probsType.getElementType();
+  int64_t r = probsType.getRank();
+  Block *block = b.getInsertionBlock();
+  Operation *last = block->empty() ? nullptr : &block->back();
+  // picked[..., j] = sum_e (i_j == e) p[..., e] over loops (..., j, e).
+  SmallVector<AffineExpr> lead, pIdx, jIdx;
+  for (int64_t d = 0; d < r - 1; ++d)
+    lead.push_back(getAffineDimExpr(d, ctx));
+  pIdx = jIdx = lead;
+  pIdx.push_back(getAffineDimExpr(r, ctx));
+  jIdx.push_back(getAffineDimExpr(r - 1, ctx));
+  SmallVector<utils::IteratorType> iterators(r + 1,
+                                             utils::IteratorType::parallel);
+  iterators[r] = utils::IteratorType::reduction;
+  Value pickedInit = zerosLike(b, loc, getGates());
+  auto picked = linalg::GenericOp::create(
+      b, loc, pickedInit.getType(), ValueRange{probs, indices}, pickedInit,
+      {AffineMap::get(r + 1, 0, pIdx, ctx), AffineMap::get(r + 1, 0, jIdx, ctx),
+       AffineMap::get(r + 1, 0, jIdx, ctx)},
+      iterators, [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value e = linalg::IndexOp::create(nb, nl, r);
+        Value i =
+            arith::IndexCastOp::create(nb, nl, nb.getIndexType(), args[1]);
+        Value same =
+            arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq, i, e);
+        Value p = arith::SelectOp::create(nb, nl, same, args[0],
+                                          zeroScalar(nb, nl, elem));
+        linalg::YieldOp::create(
+            nb, nl, arith::AddFOp::create(nb, nl, args[2], p).getResult());
+      });
+  // The sum over the k picks, plus eps.
+  SmallVector<OpFoldResult> tokenSizes = tensor::getMixedSizes(b, loc, probs);
+  tokenSizes.pop_back();
+  Value tokens = tensor::EmptyOp::create(b, loc, tokenSizes, elem);
+  Value sum = prefixGeneric(
+      b, loc, tokens, {}, {picked.getResult(0)}, /*reduce=*/true, elem,
+      [](OpBuilder &, Location, ValueRange, ValueRange f) { return f[0]; });
+  double eps = getEps().convertToDouble();
+  Value gates = prefixGeneric(
+      b, loc, sum, {sum}, {picked.getResult(0)}, false, elem,
+      [&](OpBuilder &nb, Location nl, ValueRange p, ValueRange f) -> Value {
+        Value denom = arith::AddFOp::create(
+            nb, nl, p[0],
+            arith::ConstantOp::create(nb, nl, nb.getFloatAttr(elem, eps)));
+        return arith::DivFOp::create(nb, nl, f[0], denom);
+      });
+  return adjointThroughOps(b, builtSince(block, last), {{gates, getGates()}},
+                           adjoint);
+}
+
+//===----------------------------------------------------------------------===//
+// moe
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// act(x) as recur.moe lowers it (relu, exact gelu, silu) and its
+/// derivative act'(x) (relu: 1 for x > 0, else 0).
+std::pair<Value, Value> activationAndSlope(OpBuilder &b, Location loc,
+                                           Activation activation, Value x) {
+  Type type = x.getType();
+  auto cst = [&](double v) {
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, v))
+        .getResult();
+  };
+  auto mul = [&](Value p, Value q) {
+    return arith::MulFOp::create(b, loc, p, q).getResult();
+  };
+  switch (activation) {
+  case Activation::Relu: {
+    Value positive =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, cst(0.0));
+    return {arith::SelectOp::create(b, loc, positive, x, cst(0.0)),
+            arith::SelectOp::create(b, loc, positive, cst(1.0), cst(0.0))};
+  }
+  case Activation::Gelu: {
+    // Phi(x) = (1 + erf(x / sqrt 2)) / 2; gelu = x Phi(x),
+    // gelu' = Phi(x) + x exp(-x^2 / 2) / sqrt(2 pi).
+    Value phi =
+        mul(cst(0.5),
+            arith::AddFOp::create(
+                b, loc, cst(1.0),
+                math::ErfOp::create(
+                    b, loc,
+                    arith::DivFOp::create(b, loc, x, cst(std::sqrt(2.0))))));
+    Value density = arith::DivFOp::create(
+        b, loc, math::ExpOp::create(b, loc, mul(cst(-0.5), mul(x, x))),
+        cst(std::sqrt(2.0 * M_PI)));
+    return {mul(x, phi),
+            arith::AddFOp::create(b, loc, phi, mul(x, density)).getResult()};
+  }
+  case Activation::Silu: {
+    // silu = x s, silu' = s (1 + x (1 - s)) with s = sigmoid(x).
+    Value sig = sigmoidScalar(b, loc, x);
+    Value oneMinus = arith::SubFOp::create(b, loc, cst(1.0), sig);
+    return {mul(x, sig),
+            mul(sig, arith::AddFOp::create(b, loc, cst(1.0), mul(x, oneMinus))
+                         .getResult())};
+  }
+  }
+  llvm_unreachable("unknown activation");
+}
+
+} // namespace
+
+// y = sum_j g_j act(x W_in[e_j]) W_out[e_j] per token. The hidden
+// pre-activations z of the selected experts are recomputed (tokens x k x F,
+// never the other experts), then with u = W_out[e_j] dy:
+//   dg_j = act(z_j) . u_j,  dz_j = g_j u_j act'(z_j),
+//   dx = sum_j W_in[e_j] dz_j,
+//   dW_in[e] = sum over (token, j) with e_j = e of x dz_j^T,
+//   dW_out[e] = sum over (token, j) with e_j = e of g_j act(z_j) dy^T.
+// The weights are read by expert index inside the loops (a gather); the
+// weight gradients visit every (expert, token, slot) pair and keep the
+// matching ones. An inactive token contributes nothing.
+LogicalResult MoEOp::buildAdjoint(OpBuilder &b, AdjointBuilder &adjoint) {
+  Value dy = adjoint.getCotangent(getResult());
+  if (!dy)
+    return success();
+  Location loc = getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value x = getX(), indices = getIndices(), gates = getGates();
+  Value wIn = getWIn(), wOut = getWOut();
+  auto xType = cast<RankedTensorType>(x.getType());
+  Type elem = xType.getElementType();
+  int64_t n = xType.getRank() - 1; // token dims
+  Activation activation = getActivation();
+  auto dim = [&](int64_t d) { return getAffineDimExpr(d, ctx); };
+  auto tokenDims = [&](int64_t from) {
+    SmallVector<AffineExpr> e;
+    for (int64_t d = 0; d < n; ++d)
+      e.push_back(dim(from + d));
+    return e;
+  };
+  auto withDims = [&](SmallVector<AffineExpr> e, ArrayRef<int64_t> extra) {
+    for (int64_t d : extra)
+      e.push_back(dim(d));
+    return e;
+  };
+  auto iteratorsOf = [](int64_t total, int64_t parallel) {
+    SmallVector<utils::IteratorType> it(total, utils::IteratorType::reduction);
+    for (int64_t d = 0; d < parallel; ++d)
+      it[d] = utils::IteratorType::parallel;
+    return it;
+  };
+  auto expertOf = [&](OpBuilder &nb, Location nl, Value index) {
+    return arith::IndexCastOp::create(nb, nl, nb.getIndexType(), index)
+        .getResult();
+  };
+  auto extract = [&](OpBuilder &nb, Location nl, Value t, ValueRange idx) {
+    return tensor::ExtractOp::create(nb, nl, t, idx).getResult();
+  };
+  auto fmaAcc = [&](OpBuilder &nb, Location nl, Value acc, Value p, Value q) {
+    return arith::AddFOp::create(nb, nl, acc,
+                                 arith::MulFOp::create(nb, nl, p, q))
+        .getResult();
+  };
+  auto zerosOf = [&](ArrayRef<OpFoldResult> sizes) {
+    return linalg::FillOp::create(
+               b, loc, zeroScalar(b, loc, elem),
+               tensor::EmptyOp::create(b, loc, sizes, elem).getResult())
+        .getResult(0);
+  };
+  SmallVector<OpFoldResult> slotSizes = tensor::getMixedSizes(b, loc, indices);
+  SmallVector<OpFoldResult> hiddenSizes(slotSizes);
+  hiddenSizes.push_back(tensor::getMixedSize(b, loc, wIn, 2));
+
+  // hidden[tok, j, f] = sum_m vec[tok, m] W[e_j, m, f] (W_in), or
+  // sum_m W[e_j, f, m] vec[tok, m] (W_out); loops (tok, j, f, m).
+  SmallVector<AffineExpr> tok = tokenDims(0);
+  int64_t jD = n, fD = n + 1, mD = n + 2;
+  auto hiddenByExpert = [&](Value vec, Value w, bool transposed) {
+    Value init = zerosOf(hiddenSizes);
+    return linalg::GenericOp::create(
+               b, loc, init.getType(), ValueRange{vec, indices}, init,
+               {AffineMap::get(n + 3, 0, withDims(tok, {mD}), ctx),
+                AffineMap::get(n + 3, 0, withDims(tok, {jD}), ctx),
+                AffineMap::get(n + 3, 0, withDims(tok, {jD, fD}), ctx)},
+               iteratorsOf(n + 3, n + 2),
+               [&](OpBuilder &nb, Location nl, ValueRange args) {
+                 Value e = expertOf(nb, nl, args[1]);
+                 Value f = linalg::IndexOp::create(nb, nl, fD);
+                 Value m = linalg::IndexOp::create(nb, nl, mD);
+                 Value wv = transposed ? extract(nb, nl, w, {e, f, m})
+                                       : extract(nb, nl, w, {e, m, f});
+                 linalg::YieldOp::create(nb, nl,
+                                         fmaAcc(nb, nl, args[2], args[0], wv));
+               })
+        .getResult(0);
+  };
+  Value z = hiddenByExpert(x, wIn, /*transposed=*/false);
+  Value u = hiddenByExpert(dy, wOut, /*transposed=*/true);
+  // Zeros at the tokens `active` switches off (none without it).
+  auto maskInactive = [&](Value v) -> Value {
+    Value active = getActive();
+    if (!active)
+      return v;
+    return prefixGeneric(
+        b, loc, active, {active}, {v}, false, elem,
+        [&](OpBuilder &nb, Location nl, ValueRange p, ValueRange f) -> Value {
+          return arith::SelectOp::create(nb, nl, p[0], f[0],
+                                         zeroScalar(nb, nl, elem));
+        });
+  };
+  Value g = maskInactive(gates);
+  // dg[tok, j] = sum_f act(z) u (zero for an inactive token).
+  Value dg = prefixGeneric(
+      b, loc, gates, {}, {z, u}, /*reduce=*/true, elem,
+      [&](OpBuilder &nb, Location nl, ValueRange, ValueRange f) -> Value {
+        return arith::MulFOp::create(
+            nb, nl, activationAndSlope(nb, nl, activation, f[0]).first, f[1]);
+      });
+  adjoint.addCotangent(gates, maskInactive(dg));
+  // dz[tok, j, f] = g u act'(z).
+  Value dz = prefixGeneric(
+      b, loc, gates, {g}, {z, u}, false, elem,
+      [&](OpBuilder &nb, Location nl, ValueRange p, ValueRange f) -> Value {
+        Value slope = activationAndSlope(nb, nl, activation, f[0]).second;
+        return arith::MulFOp::create(
+            nb, nl, p[0], arith::MulFOp::create(nb, nl, f[1], slope));
+      });
+  // dx[tok, m] = sum_{j, f} dz[tok, j, f] W_in[e_j, m, f]; loops
+  // (tok, m, j, f).
+  {
+    int64_t m2 = n, j2 = n + 1, f2 = n + 2;
+    auto dxGen = linalg::GenericOp::create(
+        b, loc, x.getType(), ValueRange{dz, indices}, zerosLike(b, loc, x),
+        {AffineMap::get(n + 3, 0, withDims(tok, {j2, f2}), ctx),
+         AffineMap::get(n + 3, 0, withDims(tok, {j2}), ctx),
+         AffineMap::get(n + 3, 0, withDims(tok, {m2}), ctx)},
+        iteratorsOf(n + 3, n + 1),
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          Value e = expertOf(nb, nl, args[1]);
+          Value m = linalg::IndexOp::create(nb, nl, m2);
+          Value f = linalg::IndexOp::create(nb, nl, f2);
+          Value w = extract(nb, nl, wIn, {e, m, f});
+          linalg::YieldOp::create(nb, nl, fmaAcc(nb, nl, args[2], args[0], w));
+        });
+    adjoint.addCotangent(x, dxGen.getResult(0));
+  }
+  // dW[e, p, q] = sum over (tok, j) with e_j = e of lhs[tok, j?, p] *
+  // rhs[tok, j?, q]: loops (e, p, q, tok, j).
+  SmallVector<AffineExpr> tok3 = tokenDims(3);
+  int64_t jW = n + 3;
+  auto weightCt =
+      [&](Value w, Value lhs, AffineMap lhsMap, Value rhs, AffineMap rhsMap,
+          function_ref<Value(OpBuilder &, Location, Value, Value)> product) {
+        auto gen = linalg::GenericOp::create(
+            b, loc, w.getType(), ValueRange{lhs, rhs, indices},
+            zerosLike(b, loc, w),
+            {lhsMap, rhsMap,
+             AffineMap::get(n + 4, 0, withDims(tok3, {jW}), ctx),
+             AffineMap::get(n + 4, 0, {dim(0), dim(1), dim(2)}, ctx)},
+            iteratorsOf(n + 4, 3),
+            [&](OpBuilder &nb, Location nl, ValueRange args) {
+              Value e = linalg::IndexOp::create(nb, nl, 0);
+              Value same =
+                  arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
+                                        expertOf(nb, nl, args[2]), e);
+              Value p = product(nb, nl, args[0], args[1]);
+              Value picked = arith::SelectOp::create(nb, nl, same, p,
+                                                     zeroScalar(nb, nl, elem));
+              linalg::YieldOp::create(
+                  nb, nl,
+                  arith::AddFOp::create(nb, nl, args[3], picked).getResult());
+            });
+        adjoint.addCotangent(w, gen.getResult(0));
+      };
+  // dW_in[e, m, f]: x[tok, m] dz[tok, j, f].
+  weightCt(wIn, x, AffineMap::get(n + 4, 0, withDims(tok3, {1}), ctx), dz,
+           AffineMap::get(n + 4, 0, withDims(tok3, {jW, 2}), ctx),
+           [](OpBuilder &nb, Location nl, Value p, Value q) -> Value {
+             return arith::MulFOp::create(nb, nl, p, q);
+           });
+  // dW_out[e, f, m]: g[tok, j] act(z[tok, j, f]) dy[tok, m], with the gate
+  // folded into the hidden activations first.
+  Value gAct = prefixGeneric(
+      b, loc, gates, {g}, {z}, false, elem,
+      [&](OpBuilder &nb, Location nl, ValueRange p, ValueRange f) -> Value {
+        return arith::MulFOp::create(
+            nb, nl, p[0], activationAndSlope(nb, nl, activation, f[0]).first);
+      });
+  weightCt(wOut, gAct, AffineMap::get(n + 4, 0, withDims(tok3, {jW, 1}), ctx),
+           dy, AffineMap::get(n + 4, 0, withDims(tok3, {2}), ctx),
+           [](OpBuilder &nb, Location nl, Value p, Value q) -> Value {
+             return arith::MulFOp::create(nb, nl, p, q);
+           });
   return success();
 }
 

@@ -473,6 +473,7 @@ def Recur_StopGradientOp : Recur_Op<"stop_gradient",
 //===----------------------------------------------------------------------===//
 
 def Recur_HaltingOp : Recur_Op<"halting", [Pure,
+    DeclareOpInterfaceMethods<Recur_AdjointOpInterface>,
     AllTypesMatch<["p_hat", "mass", "a", "new_mass"]>,
     AllTypesMatch<["h", "acc", "s_prev", "s", "new_acc"]>]> {
   let summary = "one depth step of stick-breaking halting";
@@ -508,7 +509,7 @@ def Recur_HaltingOp : Recur_Op<"halting", [Pure,
 }
 
 def Recur_DepthLoopOp : Recur_Op<"depth_loop", [RecursiveMemoryEffects,
-    InferTypeOpAdaptor]> {
+    InferTypeOpAdaptor, DeclareOpInterfaceMethods<Recur_AdjointOpInterface>]> {
   let summary = "applies one shared body up to max_depth times";
   let description = [{
     Depth recurrence of a Universal Transformer: the body, given the step
@@ -538,7 +539,8 @@ def Recur_DepthLoopOp : Recur_Op<"depth_loop", [RecursiveMemoryEffects,
   let hasRegionVerifier = 1;
 }
 
-def Recur_RouteTopKOp : Recur_Op<"route_topk", [Pure, InferTypeOpAdaptor]> {
+def Recur_RouteTopKOp : Recur_Op<"route_topk", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Recur_AdjointOpInterface>]> {
   let summary = "top-k expert selection with renormalised gates";
   let description = [{
     For router probabilities `probs` `[..., E]`, selects the `k` largest
@@ -557,7 +559,8 @@ def Recur_RouteTopKOp : Recur_Op<"route_topk", [Pure, InferTypeOpAdaptor]> {
   let hasVerifier = 1;
 }
 
-def Recur_MoEOp : Recur_Op<"moe", [Pure, AllTypesMatch<["x", "result"]>]> {
+def Recur_MoEOp : Recur_Op<"moe", [Pure, AllTypesMatch<["x", "result"]>,
+    DeclareOpInterfaceMethods<Recur_AdjointOpInterface>]> {
   let summary = "sparse mixture of feed-forward experts";
   let description = [{
     For each token `x` `[..., d]` with selected experts `indices` `[..., k]`

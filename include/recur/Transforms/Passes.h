@@ -18,8 +18,11 @@ namespace recur {
 #include "recur/Transforms/Passes.h.inc"
 
 /// Attaches AdjointOpInterface to the upstream ops the front end emits as
-/// glue (linalg.generic, linalg.fill, tensor.empty, tensor slices).
+/// glue (linalg.generic, linalg.fill, tensor slices, tensor.from_elements)
+/// and to recur.scan, whose adjoint runs the scalar rules over its combine
+/// region (registerScanAdjointModel).
 void registerGlueAdjointModels(DialectRegistry &registry);
+void registerScanAdjointModel(DialectRegistry &registry);
 
 /// The suffix of the backward function of layer function F.
 constexpr llvm::StringLiteral kBackwardSuffix = "_backward";

@@ -251,16 +251,10 @@ FailureOr<Value> inputCotangent(OpBuilder &b, linalg::GenericOp generic,
         // The cloned body, last op first.
         SmallVector<Operation *> cloned;
         for (Operation &op : *nb.getInsertionBlock())
-          cloned.push_back(&op);
-        for (Operation *op : llvm::reverse(cloned)) {
-          if (llvm::none_of(op->getResults(),
-                            [&](Value r) { return cts.get(r); }))
-            continue;
-          if (isa<linalg::IndexOp>(op))
-            continue;
-          if (failed(buildScalarAdjoint(nb, op, cts)))
-            status = failure();
-        }
+          if (!isa<linalg::IndexOp>(op))
+            cloned.push_back(&op);
+        if (failed(buildScalarAdjoints(nb, cloned, cts)))
+          status = failure();
         // Summed over the loops the input does not index; with none, each
         // element is written once and the init (zeros) is not read.
         Value acc = args.back();
@@ -411,6 +405,7 @@ struct FromElementsAdjoint
 } // namespace
 
 void mlir::recur::registerGlueAdjointModels(DialectRegistry &registry) {
+  registerScanAdjointModel(registry);
   registry.addExtension(+[](MLIRContext *ctx, linalg::LinalgDialect *) {
     linalg::GenericOp::attachInterface<GenericAdjoint>(*ctx);
     linalg::FillOp::attachInterface<FillAdjoint>(*ctx);

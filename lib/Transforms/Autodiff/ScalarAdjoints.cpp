@@ -292,3 +292,15 @@ LogicalResult mlir::recur::buildScalarAdjoint(OpBuilder &b, Operation *op,
         return op->emitError("no adjoint for '") << op->getName() << "'";
       });
 }
+
+LogicalResult mlir::recur::buildScalarAdjoints(OpBuilder &b,
+                                               ArrayRef<Operation *> ops,
+                                               ScalarCotangents &cts) {
+  for (Operation *op : llvm::reverse(ops)) {
+    if (llvm::none_of(op->getResults(), [&](Value r) { return cts.get(r); }))
+      continue;
+    if (failed(buildScalarAdjoint(b, op, cts)))
+      return failure();
+  }
+  return success();
+}

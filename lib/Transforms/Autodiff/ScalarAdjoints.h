@@ -33,6 +33,12 @@ bool hasScalarAdjoint(Operation *op);
 LogicalResult buildScalarAdjoint(OpBuilder &b, Operation *op,
                                  ScalarCotangents &cts);
 
+/// The reverse pass over `ops` (scalar ops in program order, cotangents of
+/// some of their results already in `cts`): each op's rule, last op first;
+/// ops no cotangent reaches are skipped. Fails for an op without a rule.
+LogicalResult buildScalarAdjoints(OpBuilder &b, ArrayRef<Operation *> ops,
+                                  ScalarCotangents &cts);
+
 } // namespace mlir::recur
 
 #endif // RECUR_LIB_TRANSFORMS_AUTODIFF_SCALARADJOINTS_H
