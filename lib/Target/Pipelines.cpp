@@ -105,10 +105,12 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm) {
   appendPipeline(pm, kPipeline, "CPU lowering pipeline");
 }
 
-LogicalResult mlir::recur::deriveBackwardFunctions(ModuleOp module) {
+LogicalResult mlir::recur::deriveBackwardFunctions(ModuleOp module,
+                                                   bool keepAllStates) {
   PassManager pm(module->getContext());
   RecurDeriveBackwardOptions options;
   options.allowMissing = true;
+  options.keepAllStates = keepAllStates;
   pm.addPass(createRecurDeriveBackward(options));
   return pm.run(module);
 }

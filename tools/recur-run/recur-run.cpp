@@ -82,6 +82,12 @@ cl::opt<std::string> glaAlgorithm(
     cl::desc("Run every gla with this algorithm, whatever the spec says: "
              "auto, recurrent or chunked"),
     cl::value_desc("name"), cl::cat(runCategory));
+cl::opt<bool> backwardKeepStates(
+    "backward-keep-states",
+    cl::desc("Derive backward kernels that keep every intermediate state of "
+             "a gla instead of the states at chunk boundaries (recomputing "
+             "each chunk): more memory, less compute"),
+    cl::cat(runCategory));
 cl::opt<int64_t>
     glaChunk("gla-chunk",
              cl::desc("Run every chunked gla with chunks of this many steps"),
@@ -984,7 +990,8 @@ int main(int argc, char **argv) {
   SmallVector<mlir::Type> frozenTypes;
   if (gradcheck) {
     // The remark says why when the layer has no backward yet.
-    if (failed(mlir::recur::deriveBackwardFunctions(*lowered)))
+    if (failed(
+            mlir::recur::deriveBackwardFunctions(*lowered, backwardKeepStates)))
       return EXIT_FAILURE;
     hasBackward = static_cast<bool>(lowered->lookupSymbol(
         (sig->name + mlir::recur::kBackwardSuffix).str()));

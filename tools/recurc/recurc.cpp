@@ -92,6 +92,12 @@ cl::opt<int64_t>
     glaChunk("gla-chunk",
              cl::desc("Run every chunked gla with chunks of this many steps"),
              cl::value_desc("steps"), cl::init(0), cl::cat(recurcCategory));
+cl::opt<bool> backwardKeepStates(
+    "backward-keep-states",
+    cl::desc("Derive backward kernels that keep every intermediate state of "
+             "a gla instead of the states at chunk boundaries (recomputing "
+             "each chunk): more memory, less compute"),
+    cl::cat(recurcCategory));
 cl::opt<bool> promoteF64("f64",
                          cl::desc("Compile every float tensor as f64 and "
                                   "every complex one as c128 (the layer in "
@@ -158,7 +164,7 @@ int compileForCpu(mlir::ModuleOp ir, mlir::MLIRContext &context) {
   if (emit == Emit::Obj && outputFile == "-")
     return fail("--emit=obj writes an object file: give it -o FILE");
   // Each layer's backward beside it, where it can be derived.
-  if (failed(mlir::recur::deriveBackwardFunctions(ir)))
+  if (failed(mlir::recur::deriveBackwardFunctions(ir, backwardKeepStates)))
     return EXIT_FAILURE;
   std::vector<mlir::recur::LayerSignature> signatures;
   for (auto func : ir.getOps<mlir::func::FuncOp>()) {

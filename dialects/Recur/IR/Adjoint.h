@@ -28,6 +28,11 @@ public:
   /// Adds `cotangent` (of the type of `value`) to what flows into `value`.
   virtual void addCotangent(Value value, Value cotangent) = 0;
 
+  /// The memory policy: whether adjoints may keep every intermediate state
+  /// of a recurrence (true), or keep states only at chunk boundaries and
+  /// recompute inside each chunk (false, the default: the papers' kernels).
+  virtual bool keepsAllStates() const { return false; }
+
   /// The cotangent of `value`, zeros when none flows into it.
   Value getCotangentOrZeros(OpBuilder &b, Location loc, Value value);
 

@@ -331,14 +331,155 @@ LogicalResult LinearScanOp::buildAdjoint(OpBuilder &b,
 // gated_linear_attention
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// The cotangents of the values of a piece of the backward built apart
+/// (one chunk of a recurrence), summed over uses; keeps every state.
+class LocalAdjoint : public AdjointBuilder {
+public:
+  explicit LocalAdjoint(OpBuilder &b) : b(b) {}
+  Value getCotangent(Value value) override { return cts.lookup(value); }
+  void addCotangent(Value value, Value cotangent) override {
+    if (!cotangent || !isDifferentiableType(value.getType()))
+      return;
+    Value &slot = cts[value];
+    slot = slot ? addValues(b, value.getLoc(), slot, cotangent) : cotangent;
+  }
+  bool keepsAllStates() const override { return true; }
+  LogicalResult differentiateBody(OpBuilder &, Block &body, ValueRange,
+                                  ArrayRef<Value>, ArrayRef<Value>,
+                                  SmallVectorImpl<Value> &,
+                                  SmallVectorImpl<Value> &) override {
+    return failure();
+  }
+
+private:
+  OpBuilder &b;
+  DenseMap<Value, Value> cts;
+};
+
+/// The chunk-boundary backward of a gla over T steps: a forward loop keeps
+/// the state at the start of every chunk of `chunk` steps (the last may be
+/// shorter), and a reverse loop recomputes each chunk from its state and
+/// differentiates it (through the dense decomposition, on one chunk), so
+/// the memory is O(T / chunk + chunk) states instead of O(T).
+LogicalResult glaChunkedAdjoint(GatedLinearAttentionOp op, OpBuilder &b,
+                                AdjointBuilder &adjoint, int64_t chunk) {
+  Location loc = op.getLoc();
+  Value q = op.getQ(), k = op.getK(), v = op.getV(), a = op.getA();
+  auto qType = cast<RankedTensorType>(q.getType());
+  int64_t t = qType.getRank() - 2;
+  MLIRContext *ctx = b.getContext();
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  Value steps = tensor::DimOp::create(b, loc, q, t);
+  AffineExpr s0 = getAffineSymbolExpr(0, ctx);
+  Value chunks = affine::AffineApplyOp::create(
+      b, loc, AffineMap::get(0, 1, s0.ceilDiv(chunk)), ValueRange{steps});
+  // Chunk i covers [i * chunk, i * chunk + len(i)).
+  auto bounds = [&](OpBuilder &nb, Location nl, Value i) {
+    Value start = affine::AffineApplyOp::create(
+        nb, nl, AffineMap::get(1, 0, getAffineDimExpr(0, ctx) * chunk),
+        ValueRange{i});
+    Value len = affine::AffineMinOp::create(
+        nb, nl,
+        AffineMap::get(1, 1,
+                       {getAffineConstantExpr(chunk, ctx),
+                        s0 - getAffineDimExpr(0, ctx) * chunk},
+                       ctx),
+        ValueRange{i, steps});
+    return std::make_pair(start, len);
+  };
+  auto piece = [&](OpBuilder &nb, Location nl, Value x, Value start,
+                   Value len) { return sliceAlong(nb, nl, x, t, start, len); };
+  Value init = op.getInit() ? op.getInit() : zerosLike(b, loc, op.getState());
+
+  // 1. The state at the start of every chunk, stacked.
+  SmallVector<OpFoldResult> stackSizes = {OpFoldResult(chunks)};
+  llvm::append_range(stackSizes, tensor::getMixedSizes(b, loc, init));
+  auto stateType = cast<RankedTensorType>(init.getType());
+  Value stack =
+      tensor::EmptyOp::create(b, loc, stackSizes, stateType.getElementType());
+  auto forward = scf::ForOp::create(
+      b, loc, c0, chunks, c1, ValueRange{init, stack},
+      [&](OpBuilder &nb, Location nl, Value i, ValueRange iter) {
+        auto [start, len] = bounds(nb, nl, i);
+        AxisRange r = rangeAlong(nb, nl, iter[1], 0, i, nb.getIndexAttr(1));
+        Value stacked = tensor::InsertSliceOp::create(
+            nb, nl, iter[0], iter[1], r.offsets, r.sizes, r.strides);
+        auto part = GatedLinearAttentionOp::create(
+            nb, nl, piece(nb, nl, q, start, len), piece(nb, nl, k, start, len),
+            piece(nb, nl, v, start, len), piece(nb, nl, a, start, len), iter[0],
+            op.getAlgorithmAttr(), op.getChunkSizeAttr());
+        scf::YieldOp::create(nb, nl, ValueRange{part.getState(), stacked});
+      });
+  Value states = forward.getResult(1);
+
+  // 2. The chunks in reverse, each from its state.
+  Value dy = adjoint.getCotangent(op.getY());
+  SmallVector<Value> diff = {q, k, v, a};
+  SmallVector<Value> inits = {
+      adjoint.getCotangentOrZeros(b, loc, op.getState())};
+  for (Value x : diff)
+    inits.push_back(zerosLike(b, loc, x));
+  LogicalResult status = success();
+  auto reverse = scf::ForOp::create(
+      b, loc, c0, chunks, c1, inits,
+      [&](OpBuilder &nb, Location nl, Value j, ValueRange iter) {
+        Value last = arith::SubIOp::create(nb, nl, chunks, c1);
+        Value i = arith::SubIOp::create(nb, nl, last, j);
+        auto [start, len] = bounds(nb, nl, i);
+        AxisRange r = rangeAlong(nb, nl, states, 0, i, nb.getIndexAttr(1));
+        Value state = tensor::ExtractSliceOp::create(
+            nb, nl, stateType, states, r.offsets, r.sizes, r.strides);
+        SmallVector<Value> parts;
+        for (Value x : diff)
+          parts.push_back(piece(nb, nl, x, start, len));
+        auto part = GatedLinearAttentionOp::create(
+            nb, nl, parts[0], parts[1], parts[2], parts[3], state,
+            op.getAlgorithmAttr(), op.getChunkSizeAttr());
+        LocalAdjoint local(nb);
+        if (dy)
+          local.addCotangent(part.getY(), piece(nb, nl, dy, start, len));
+        local.addCotangent(part.getState(), iter[0]);
+        if (failed(part.buildAdjoint(nb, local)))
+          status = failure();
+        SmallVector<Value> next;
+        Value dState = local.getCotangent(state);
+        next.push_back(dState ? dState : zerosLike(nb, nl, state));
+        for (auto [x, p] : llvm::enumerate(parts)) {
+          Value acc = iter[1 + x];
+          if (Value ct = local.getCotangent(p)) {
+            AxisRange pr = rangeAlong(nb, nl, acc, t, start, len);
+            acc = tensor::InsertSliceOp::create(nb, nl, ct, acc, pr.offsets,
+                                                pr.sizes, pr.strides);
+          }
+          next.push_back(acc);
+        }
+        scf::YieldOp::create(nb, nl, next);
+      });
+  if (failed(status))
+    return failure();
+  if (op.getInit())
+    adjoint.addCotangent(op.getInit(), reverse.getResult(0));
+  for (auto [x, value] : llvm::enumerate(diff))
+    adjoint.addCotangent(value, reverse.getResult(1 + x));
+  return success();
+}
+
+} // namespace
+
 // Through its definition: b = k (x) v, S = linear_scan(a, b, init), y =
-// Re(sum_i q_i S_i). This keeps every state S_t for the reverse scan
-// (O(T dk dv) memory); a backward that keeps states only at chunk
-// boundaries is still to come.
+// Re(sum_i q_i S_i). By default (AdjointBuilder::keepsAllStates false) this
+// runs chunk by chunk from states kept at the chunk boundaries (the op's
+// chunk size, 64 without one); keeping all states runs it once over the
+// whole sequence (O(T dk dv) memory).
 LogicalResult GatedLinearAttentionOp::buildAdjoint(OpBuilder &b,
                                                    AdjointBuilder &adjoint) {
   if (!adjoint.getCotangent(getY()) && !adjoint.getCotangent(getState()))
     return success();
+  if (!adjoint.keepsAllStates())
+    return glaChunkedAdjoint(*this, b, adjoint, getChunkSize().value_or(64));
   Location loc = getLoc();
   MLIRContext *ctx = b.getContext();
   Value q = getQ(), k = getK(), v = getV();

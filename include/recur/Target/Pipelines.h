@@ -28,8 +28,11 @@ void buildCpuLoweringPipeline(OpPassManager &pm);
 
 /// Adds `F_backward` beside each layer F of `module` that can be
 /// differentiated (recur-derive-backward{allow-missing}: a layer using an op
-/// without an adjoint gets a remark saying so, and no backward).
-LogicalResult deriveBackwardFunctions(ModuleOp module);
+/// without an adjoint gets a remark saying so, and no backward). With
+/// `keepAllStates` recurrences keep every intermediate state instead of the
+/// states at chunk boundaries (the default).
+LogicalResult deriveBackwardFunctions(ModuleOp module,
+                                      bool keepAllStates = false);
 
 /// Registers the pipelines above with the pass registry
 /// (`--recur-reference-to-llvm`).

@@ -38,7 +38,11 @@ def RecurDeriveBackward : Pass<"recur-derive-backward", "::mlir::ModuleOp"> {
   let options = [
     Option<"allowMissing", "allow-missing", "bool", /*default=*/"false",
            "Skip, with a remark, the layers that use an op without an "
-           "adjoint instead of failing">
+           "adjoint instead of failing">,
+    Option<"keepAllStates", "keep-all-states", "bool", /*default=*/"false",
+           "Differentiate recurrences (gla) keeping every intermediate "
+           "state instead of the states at chunk boundaries, recomputing "
+           "inside each chunk (more memory, less compute)">
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",

@@ -32,7 +32,9 @@ namespace {
 /// The cotangents of the values of one function body, summed over uses.
 class Sweep : public AdjointBuilder {
 public:
-  explicit Sweep(OpBuilder &b) : b(b), scalars(b) {}
+  Sweep(OpBuilder &b, bool keepAll) : b(b), scalars(b), keepAll(keepAll) {}
+
+  bool keepsAllStates() const override { return keepAll; }
 
   Value getCotangent(Value value) override {
     if (!isa<ShapedType>(value.getType()))
@@ -69,7 +71,7 @@ public:
     SmallVector<Operation *> cloned;
     for (Operation &op : body.without_terminator())
       cloned.push_back(bb.clone(op, mapping));
-    Sweep child(bb);
+    Sweep child(bb, keepAll);
     for (auto [v, ct] : llvm::zip(body.getTerminator()->getOperands(), yielded))
       child.addCotangent(mapping.lookupOrDefault(v), ct);
     if (failed(child.run(cloned)))
@@ -85,6 +87,7 @@ private:
   OpBuilder &b;
   DenseMap<Value, Value> tensors;
   ScalarCotangents scalars;
+  bool keepAll;
 };
 
 LogicalResult Sweep::run(ArrayRef<Operation *> ops) {
@@ -136,7 +139,7 @@ DictionaryAttr cotangentAttrs(Builder &b, DictionaryAttr attrs,
 
 /// Builds `F_backward` after `func`; erases it again and fails when an op
 /// has no adjoint.
-LogicalResult deriveBackward(func::FuncOp func) {
+LogicalResult deriveBackward(func::FuncOp func, bool keepAllStates) {
   if (!func.getBody().hasOneBlock())
     return func.emitError("cannot differentiate a function of several "
                           "blocks");
@@ -170,7 +173,7 @@ LogicalResult deriveBackward(func::FuncOp func) {
     b.clone(op, mapping);
   Operation *ret = body.getTerminator();
 
-  Sweep sweep(b);
+  Sweep sweep(b, keepAllStates);
   for (auto [k, result] : llvm::enumerate(ret->getOperands()))
     sweep.addCotangent(mapping.lookupOrDefault(result),
                        entry->getArgument(type.getNumInputs() + k));
@@ -214,7 +217,7 @@ struct RecurDeriveBackwardPass
         layers.push_back(func);
     for (func::FuncOp func : layers) {
       if (!allowMissing) {
-        if (failed(deriveBackward(func)))
+        if (failed(deriveBackward(func, keepAllStates)))
           return signalPassFailure();
         continue;
       }
@@ -230,7 +233,7 @@ struct RecurDeriveBackwardPass
                 reason = diag.str();
               return success();
             });
-        derived = deriveBackward(func);
+        derived = deriveBackward(func, keepAllStates);
       }
       if (failed(derived))
         func.emitRemark("no backward for layer '")
