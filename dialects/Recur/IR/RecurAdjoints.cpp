@@ -589,6 +589,15 @@ struct AttentionShape {
   MLIRContext *ctx;
   Type elem;
   int64_t n;
+  /// The position of the first query the decomposition covers (a tile of
+  /// the queries), null for 0.
+  Value qOffset = nullptr;
+
+  /// The position of the query at loop `dim` of a generic.
+  Value queryIndex(OpBuilder &b, Location loc, int64_t dim) const {
+    Value i = linalg::IndexOp::create(b, loc, dim);
+    return qOffset ? arith::AddIOp::create(b, loc, i, qOffset).getResult() : i;
+  }
 
   AffineMap map(unsigned numDims, ArrayRef<int64_t> dims,
                 bool withLead = true) const {
@@ -655,7 +664,7 @@ Value maskScores(
                               s.elem),
       s.map(n + 2, {I, J}), s.iters(n + 2),
       [&](OpBuilder &nb, Location nl, ValueRange a) {
-        Value i = linalg::IndexOp::create(nb, nl, I);
+        Value i = s.queryIndex(nb, nl, I);
         Value j = linalg::IndexOp::create(nb, nl, J);
         ValueRange rest = a.slice(1, extra.size());
         Value score = a[0];
@@ -746,43 +755,129 @@ Value cmpIndex(OpBuilder &b, Location loc, arith::CmpIPredicate p, Value x,
   return arith::CmpIOp::create(b, loc, p, x, y);
 }
 
-/// The adjoint of attention op `op` (result `result`, queries `q`) through
-/// the ops `build` makes from its shape and scale, returning the output.
-LogicalResult attentionAdjoint(
-    Operation *op, Value result, Value q, std::optional<APFloat> scaleAttr,
-    OpBuilder &b, AdjointBuilder &adjoint,
-    function_ref<FailureOr<Value>(const AttentionShape &, double)> build) {
-  if (!adjoint.getCotangent(result))
+/// Builds the decomposition of an attention op for the queries `q` (all of
+/// them, or a tile) and returns its output; `resultLike` has its shape.
+using AttentionBuild = function_ref<FailureOr<Value>(
+    const AttentionShape &, double, Value q, Value resultLike)>;
+
+/// The adjoint of attention op `op` (result `result`, queries `q` along dim
+/// n of [..., Tq, d]) through the ops `build` makes. With
+/// AdjointBuilder::keepsAllStates, once over all the queries (the scores of
+/// every pair at once); by default tile by tile of kQueryTile queries in a
+/// loop, each tile's scores recomputed and differentiated on their own
+/// (O(tile x Tk) scores at a time), the queries' cotangents written tile by
+/// tile and the other operands' summed.
+constexpr int64_t kQueryTile = 64;
+
+LogicalResult attentionAdjoint(Operation *op, Value result, Value q,
+                               std::optional<APFloat> scaleAttr, OpBuilder &b,
+                               AdjointBuilder &adjoint, AttentionBuild build) {
+  Value dy = adjoint.getCotangent(result);
+  if (!dy)
     return success();
   auto qType = cast<RankedTensorType>(q.getType());
   FailureOr<double> scale = attentionScale(op, scaleAttr, qType);
   if (failed(scale))
     return failure();
   AttentionShape s{b.getContext(), qType.getElementType(), qType.getRank() - 2};
-  Block *block = b.getInsertionBlock();
-  Operation *last = block->empty() ? nullptr : &block->back();
-  FailureOr<Value> out = build(s, *scale);
-  if (failed(out))
+  Location loc = op->getLoc();
+  if (adjoint.keepsAllStates()) {
+    Block *block = b.getInsertionBlock();
+    Operation *last = block->empty() ? nullptr : &block->back();
+    FailureOr<Value> out = build(s, *scale, q, result);
+    if (failed(out))
+      return failure();
+    return adjointThroughOps(b, builtSince(block, last), {{*out, result}},
+                             adjoint);
+  }
+  MLIRContext *ctx = b.getContext();
+  int64_t n = s.n;
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  Value tq = tensor::DimOp::create(b, loc, q, n);
+  AffineExpr s0 = getAffineSymbolExpr(0, ctx), d0 = getAffineDimExpr(0, ctx);
+  Value tiles = affine::AffineApplyOp::create(
+      b, loc, AffineMap::get(0, 1, s0.ceilDiv(kQueryTile)), ValueRange{tq});
+  // Per operand that carries a gradient: its cotangent so far.
+  SmallVector<unsigned> diff;
+  SmallVector<Value> inits;
+  for (OpOperand &operand : op->getOpOperands())
+    if (isDifferentiableType(operand.get().getType()) &&
+        isa<RankedTensorType>(operand.get().getType())) {
+      diff.push_back(operand.getOperandNumber());
+      inits.push_back(zerosLike(b, loc, operand.get()));
+    }
+  LogicalResult status = success();
+  auto loop = scf::ForOp::create(
+      b, loc, c0, tiles, c1, inits,
+      [&](OpBuilder &bodyBuilder, Location nl, Value tile, ValueRange accs) {
+        // `build` creates its ops with `b`: point it into the loop.
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(bodyBuilder.getInsertionBlock(),
+                            bodyBuilder.getInsertionPoint());
+        OpBuilder &nb = b;
+        Value start = affine::AffineApplyOp::create(
+            nb, nl, AffineMap::get(1, 0, d0 * kQueryTile), ValueRange{tile});
+        Value len = affine::AffineMinOp::create(
+            nb, nl,
+            AffineMap::get(
+                1, 1,
+                {getAffineConstantExpr(kQueryTile, ctx), s0 - d0 * kQueryTile},
+                ctx),
+            ValueRange{tile, tq});
+        Value qTile = sliceAlong(nb, nl, q, n, start, len);
+        Value resultTile = sliceAlong(nb, nl, result, n, start, len);
+        AttentionShape ts = s;
+        ts.qOffset = start;
+        Block *block = nb.getInsertionBlock();
+        Operation *last = block->empty() ? nullptr : &block->back();
+        FailureOr<Value> out = build(ts, *scale, qTile, resultTile);
+        LocalAdjoint local(nb);
+        if (failed(out)) {
+          status = failure();
+        } else {
+          local.addCotangent(*out, sliceAlong(nb, nl, dy, n, start, len));
+          if (failed(adjointThroughOps(nb, builtSince(block, last), {}, local)))
+            status = failure();
+        }
+        SmallVector<Value> next;
+        for (auto [k, number] : llvm::enumerate(diff)) {
+          Value operand = op->getOperand(number), acc = accs[k];
+          if (operand == q && number == 0) {
+            if (Value ct = local.getCotangent(qTile)) {
+              AxisRange r = rangeAlong(nb, nl, acc, n, start, len);
+              acc = tensor::InsertSliceOp::create(nb, nl, ct, acc, r.offsets,
+                                                  r.sizes, r.strides);
+            }
+          } else if (Value ct = local.getCotangent(operand)) {
+            acc = addValues(nb, nl, acc, ct);
+          }
+          next.push_back(acc);
+        }
+        scf::YieldOp::create(nb, nl, next);
+      });
+  if (failed(status))
     return failure();
-  return adjointThroughOps(b, builtSince(block, last), {{*out, result}},
-                           adjoint);
+  for (auto [k, number] : llvm::enumerate(diff))
+    adjoint.addCotangent(op->getOperand(number), loop.getResult(k));
+  return success();
 }
 
 } // namespace
 
-// Through its definition, with the scores of every (query, key) pair
-// (O(Tq Tk) memory): s = scale q k^T, hidden keys at -inf, the row max as a
-// stop-gradient shift (softmax does not depend on it), e = exp(s - max) (0 for
-// hidden keys and rows that see none), p = e / sum(e) (0 for such rows),
-// out = p v. A tiled backward that keeps no score matrix is still to come.
+// Through its definition, tile of queries by tile (attentionAdjoint): s =
+// scale q k^T, hidden keys at -inf, the row max as a stop-gradient shift
+// (softmax does not depend on it), e = exp(s - max) (0 for hidden keys and
+// rows that see none), p = e / sum(e) (0 for such rows), out = p v.
 LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, AdjointBuilder &adjoint) {
   Location loc = getLoc();
   return attentionAdjoint(
       *this, getResult(), getQ(), getScale(), b, adjoint,
-      [&](const AttentionShape &s, double scale) -> FailureOr<Value> {
+      [&](const AttentionShape &s, double scale, Value q,
+          Value resultLike) -> FailureOr<Value> {
         Value tq = tensor::DimOp::create(b, loc, getQ(), s.n);
         Value tk = tensor::DimOp::create(b, loc, getK(), s.n);
-        Value scores = attentionScores(b, loc, s, getQ(), getK(), scale);
+        Value scores = attentionScores(b, loc, s, q, getK(), scale);
         MaskKind mask = getMask();
         int64_t slots =
             getMemorySlots() ? static_cast<int64_t>(*getMemorySlots()) : 0;
@@ -821,7 +916,7 @@ LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, AdjointBuilder &adjoint) {
               return shown;
             },
             nullptr);
-        Value out = softmaxReadout(b, loc, s, masked, getV(), getResult());
+        Value out = softmaxReadout(b, loc, s, masked, getV(), resultLike);
         return out;
       });
 }
@@ -833,14 +928,15 @@ LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, AdjointBuilder &adjoint) {
 // Through the same definition over the cache and the sequence's keys
 // ([cache; k] at positions -C .. T-1): a key is visible inside the band, the
 // T5 bias is a sum over one-hot buckets (so the table gets its gradient),
-// ALiBi adds -slope * delta. Keeps the scores of every (query, key) pair,
-// not only the band's, until a tiled backward replaces it.
+// ALiBi adds -slope * delta. A tile of queries scores every key, not only
+// its band's (masked key tiles are not skipped yet).
 LogicalResult WindowAttentionOp::buildAdjoint(OpBuilder &b,
                                               AdjointBuilder &adjoint) {
   Location loc = getLoc();
   return attentionAdjoint(
       *this, getResult(), getQ(), getScale(), b, adjoint,
-      [&](const AttentionShape &s, double scale) -> FailureOr<Value> {
+      [&](const AttentionShape &s, double scale, Value q,
+          Value resultLike) -> FailureOr<Value> {
         int64_t n = s.n;
         BiasKind biasKind = getBiasKind();
         if (biasKind != BiasKind::None && n < 1)
@@ -855,7 +951,7 @@ LogicalResult WindowAttentionOp::buildAdjoint(OpBuilder &b,
           values = concatAlong(b, loc, getVCache(), values, n);
           cacheLen = tensor::DimOp::create(b, loc, getKCache(), n);
         }
-        Value scores = attentionScores(b, loc, s, getQ(), keys, scale);
+        Value scores = attentionScores(b, loc, s, q, keys, scale);
         int64_t window = getWindow(), blockLen = getBlock();
         bool includeSelf = getIncludeSelf();
         int64_t buckets =
@@ -882,7 +978,7 @@ LogicalResult WindowAttentionOp::buildAdjoint(OpBuilder &b,
               b, loc, {getBias()}, {tableMap},
               filled(b, loc, sizes, s.elem, 0.0), s.map(n + 3, {n, n + 1}),
               s.iters(n + 3, 1), [&](OpBuilder &nb, Location nl, ValueRange a) {
-                Value i = linalg::IndexOp::create(nb, nl, n);
+                Value i = s.queryIndex(nb, nl, n);
                 Value j = linalg::IndexOp::create(nb, nl, n + 1);
                 Value bucketIdx = linalg::IndexOp::create(nb, nl, n + 2);
                 Value bucket = buildT5Bucket(nb, nl, deltaOf(nb, nl, i, j),
@@ -951,7 +1047,7 @@ LogicalResult WindowAttentionOp::buildAdjoint(OpBuilder &b,
                          nb, nl, arith::NegFOp::create(nb, nl, a[0]), d)
                   .getResult();
             });
-        Value out = softmaxReadout(b, loc, s, masked, values, getResult());
+        Value out = softmaxReadout(b, loc, s, masked, values, resultLike);
         return out;
       });
 }
@@ -969,7 +1065,8 @@ LogicalResult RelAttentionOp::buildAdjoint(OpBuilder &b,
   Location loc = getLoc();
   return attentionAdjoint(
       *this, getResult(), getQ(), getScale(), b, adjoint,
-      [&](const AttentionShape &s, double scale) -> FailureOr<Value> {
+      [&](const AttentionShape &s, double scale, Value q,
+          Value resultLike) -> FailureOr<Value> {
         int64_t n = s.n;
         if (n < 1)
           return FailureOr<Value>(
@@ -986,7 +1083,7 @@ LogicalResult RelAttentionOp::buildAdjoint(OpBuilder &b,
         Value segment = tensor::DimOp::create(b, loc, getQ(), n);
         Value keyLen = tensor::DimOp::create(b, loc, getK(), n);
         Value memLen = arith::SubIOp::create(b, loc, keyLen, segment);
-        SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, getQ());
+        SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, q);
         sizes.back() = tensor::getMixedSize(b, loc, getK(), n);
 
         // (q_i + u) . k_j over (..., i, j, c).
@@ -996,16 +1093,15 @@ LogicalResult RelAttentionOp::buildAdjoint(OpBuilder &b,
           return arith::AddFOp::create(nb, nl, a[3], p).getResult();
         };
         auto content = attentionGeneric(
-            b, loc, {getQ(), getU(), getK()},
+            b, loc, {q, getU(), getK()},
             {s.map(n + 3, {I, C}), headMap(n + 3, {C}), s.map(n + 3, {J, C})},
             filled(b, loc, sizes, s.elem, 0.0), s.map(n + 3, {I, J}),
             s.iters(n + 3, 1), plusDot);
         // (q_i + pos_bias) . r[h, row] for every row, over (..., i, row, c).
-        SmallVector<OpFoldResult> rowSizes =
-            tensor::getMixedSizes(b, loc, getQ());
+        SmallVector<OpFoldResult> rowSizes = tensor::getMixedSizes(b, loc, q);
         rowSizes.back() = tensor::getMixedSize(b, loc, getR(), 1);
         auto byRow = attentionGeneric(
-            b, loc, {getQ(), getPosBias(), getR()},
+            b, loc, {q, getPosBias(), getR()},
             {s.map(n + 3, {I, C}), headMap(n + 3, {C}), headMap(n + 3, {J, C})},
             filled(b, loc, rowSizes, s.elem, 0.0), s.map(n + 3, {I, J}),
             s.iters(n + 3, 1), plusDot);
@@ -1015,7 +1111,7 @@ LogicalResult RelAttentionOp::buildAdjoint(OpBuilder &b,
             b, loc, {byRow.getResult(0)}, {s.map(n + 3, {I, C})},
             filled(b, loc, sizes, s.elem, 0.0), s.map(n + 3, {I, J}),
             s.iters(n + 3, 1), [&](OpBuilder &nb, Location nl, ValueRange a) {
-              Value i = linalg::IndexOp::create(nb, nl, I);
+              Value i = s.queryIndex(nb, nl, I);
               Value j = linalg::IndexOp::create(nb, nl, J);
               Value row = linalg::IndexOp::create(nb, nl, C);
               Value want = arith::AddIOp::create(
@@ -1052,7 +1148,7 @@ LogicalResult RelAttentionOp::buildAdjoint(OpBuilder &b,
                   .getResult();
             });
         Value out =
-            softmaxReadout(b, loc, s, scaled.getResult(0), getV(), getResult());
+            softmaxReadout(b, loc, s, scaled.getResult(0), getV(), resultLike);
         return out;
       });
 }
