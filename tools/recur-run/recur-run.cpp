@@ -792,14 +792,29 @@ double checkGradients(Run &run, double tol, FrozenForward *frozen) {
     runtimeFail("recur_state_create");
     return -1.0;
   }
+  recur_memory_stats before, after;
+  recur_memory_stats_get(&before);
+  recur_memory_stats_reset_peak();
+  auto start = std::chrono::steady_clock::now();
   recur_status status =
       recur_backward(run.desc, in.data(), p.data(), state, dOutV.data(),
                      dStV.data(), gIn.data(), gP.data(), gS.data());
+  auto stop = std::chrono::steady_clock::now();
+  recur_memory_stats_get(&after);
   recur_state_destroy(state);
   if (status != RECUR_OK) {
     runtimeFail("recur_backward");
     return -1.0;
   }
+  // What the backward call allocated at its peak (the memory policy's
+  // measure: --backward-keep-states against the default) and took.
+  outs() << "backward_ms: "
+         << format(
+                "%.3f",
+                std::chrono::duration<double, std::milli>(stop - start).count())
+         << "\n";
+  outs() << "backward_peak_bytes: " << after.peak_bytes - before.live_bytes
+         << "\n";
 
   // The stop-gradient values at the point of the check, held there.
   if (frozen) {
@@ -930,8 +945,10 @@ int main(int argc, char **argv) {
       "(what the call allocated at its peak) and `workspace_bytes: <n>`\n"
       "(recur_workspace_size's bound, which the peak must not exceed);\n"
       "--stream adds\n"
-      "`stream_max_rel_err: <value>`. Exit status 1 when an error exceeds\n"
-      "the tolerance or a step fails.\n");
+      "`stream_max_rel_err: <value>`; --gradcheck adds `backward_ms:`,\n"
+      "`backward_peak_bytes:` (one float64 backward call) and, per input,\n"
+      "param and initial state, `max_grad_rel_err: <value>`. Exit status 1\n"
+      "when an error exceeds the tolerance or a step fails.\n");
 
   recur::frontend::CompileOptions options;
   options.layer = layerName;
