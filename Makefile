@@ -53,7 +53,7 @@ docs: build
 	@echo "docs: $(BUILD_DIR)/docs/Recur/"
 
 format:
-	find dialects include lib tools test/unit \( -name '*.cpp' -o -name '*.h' \) \
+	find dialects include lib tools test/unit examples \( -name '*.cpp' -o -name '*.h' \) \
 	  | xargs clang-format-22 -i
 
 clean:

@@ -69,6 +69,8 @@ tools = [
     ToolSubst("recur-opt", unresolved="fatal"),
     ToolSubst("recurc", unresolved="fatal"),
     ToolSubst("recur-run", unresolved="fatal"),
+    ToolSubst("recur-train-horizon", unresolved="fatal"),
+    ToolSubst("recur-train-char", unresolved="fatal"),
     ToolSubst("mlir-runner", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(

@@ -282,6 +282,7 @@ mlir::recur::buildLayerDesc(const LayerSignature &sig, recur_kernel_fn kernel,
     d.init = t.init;
     d.init_value = t.initValue;
     d.init_param = t.initParam;
+    d.init_rule = t.initSpelling.c_str();
     return d;
   };
   for (const TensorSignature &t : sig.args)
@@ -396,7 +397,7 @@ void emitArgTable(raw_ostream &os, const LayerSignature &sig, StringRef table,
       os << (i ? ", " : "") << "\"" << t.dimNames[i] << "\"";
     os << "}, " << initEnum(t.init) << ", "
        << llvm::formatv("{0:e17}", t.initValue) << ", " << t.initParam
-       << "},\n";
+       << ", \"" << t.initSpelling << "\"},\n";
   }
   if (tensors.empty())
     os << "    {0},\n";

@@ -313,6 +313,7 @@ recur_arg_desc tensorDesc(const char *name, recur_role role, int32_t index,
   desc.init = init;
   desc.init_value = initValue;
   desc.init_param = initParam;
+  desc.init_rule = "";
   return desc;
 }
 

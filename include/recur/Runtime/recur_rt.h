@@ -29,7 +29,7 @@ extern "C" {
 
 /* The ABI this header describes; a layer header built for another version is
  * refused by recur_forward with RECUR_ERROR_ABI. */
-#define RECUR_ABI_VERSION 2
+#define RECUR_ABI_VERSION 3
 #define RECUR_MAX_RANK 8
 
 /*===-------------------------------------------------------------------===*
@@ -152,6 +152,13 @@ typedef struct recur_arg_desc {
   recur_init_kind init;
   double init_value;  /* RECUR_INIT_CONST */
   int32_t init_param; /* RECUR_INIT_PARAM: index among the params */
+  /* The init rule of a param or state as the spec spells it:
+   * "normal(0.02)", "truncnormal(0.014)", "uniform(-1, 1)", "const(0.5)",
+   * "ones", "zeros" (also for one the spec gives no rule), or "param(c0)"
+   * for a state that starts from a param; "" for inputs and results. The
+   * runtime reads `init` only; training programs initialize params from
+   * this. (ABI version 3.) */
+  const char *init_rule;
 } recur_arg_desc;
 
 /* The kernel entry recurc generates: `in` holds, for each argument in

@@ -46,7 +46,8 @@ struct TensorSignature {
   recur_init_kind init = RECUR_INIT_NONE;
   double initValue = 0.0;
   int32_t initParam = -1;
-  /// The init rule as the spec spells it ("zeros", "normal(0.02)", "c0").
+  /// The init rule as the spec spells it ("zeros", "normal(0.02)",
+  /// "param(c0)"), or "" when it has none; the descriptor's `init_rule`.
   std::string initSpelling;
 };
 

@@ -1,0 +1,299 @@
+//===- char_lm.cpp - a character-level language model ---------------------===//
+//
+// Part of the Recur project.
+//
+// recur-train-char trains a byte-level language model whose blocks are the
+// layers of examples/train/char_lm.recur, a Block-Recurrent Transformer
+// layer or the sliding-window layer of the same size, on real text, and
+// reports the validation loss in bits per character (docs/training.md).
+//
+// The default text is the Debian package `fortunes`: every file of
+// /usr/share/games/fortunes except the .dat and .u8 indexes, sorted by
+// name and concatenated. The first 90% trains, the last 10% validates.
+// Each training sequence is a window of --seq bytes at a random offset and
+// starts a new document; with --stream, each batch row reads on where it
+// stopped, the blocks carrying their states from one step to the next.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lm.h"
+
+#include "BlockRecurrentBlock.h"
+#include "SlidingWindowBlock.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <dirent.h>
+#include <fstream>
+#include <sys/stat.h>
+
+using namespace recur::train;
+
+namespace {
+
+const char *const kDefaultData = "/usr/share/games/fortunes";
+
+const char *const kUsage = R"(usage: recur-train-char [options]
+
+Trains a byte-level language model whose blocks are compiled Block-Recurrent
+or sliding-window layers, then prints the validation loss in bits per byte.
+
+  --variant=block-recurrent|sliding-window
+                       BlockRecurrentBlock or SlidingWindowBlock (default
+                       block-recurrent)
+  --data=PATH          a text file, or a directory whose files (without
+                       .dat and .u8) are concatenated in name order
+                       (default /usr/share/games/fortunes, Debian package
+                       fortunes)
+  --seed=N             initialization and batch order (default 1)
+  --steps=N            optimizer steps (default 400)
+  --batch=N            sequences per step (default 8)
+  --seq=N              bytes per sequence, a multiple of the block size
+                       (default 128)
+  --layers=N           blocks (default 2)
+  --lr=X               peak learning rate (default 3e-3)
+  --warmup=N           warmup steps (default 20)
+  --weight-decay=X     AdamW weight decay of matrices (default 0.05)
+  --eval-windows=N     validation windows of --seq bytes (default 128)
+  --stream             each batch row reads the text on from where the last
+                       step left it, and the blocks carry their states
+                       (recurrent state, K/V cache) from step to step,
+                       gradients stopping at the step boundary; validation
+                       reads --batch rows of consecutive windows the same way
+  --log-every=N        steps per progress line (default 50)
+  --threads=N          threads (default: OMP_NUM_THREADS or all cores)
+  --save=FILE          write the trained weights (safetensors)
+  --load=FILE          start from saved weights
+  --eval-only          evaluate only (with --load)
+  --help               this text
+
+Prints `step <n> loss <x> lr <lr> tokens/s <y>` every --log-every steps and
+`eval loss <x> bpc <y> positions <n>` at the end (loss in nats per byte).
+)";
+
+bool endsWith(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    fatal("cannot read '" + path + "'");
+  return std::string((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+}
+
+/// The text at `path`: the file, or the regular files of the directory in
+/// name order without fortune's .dat and .u8 indexes.
+std::string readText(const std::string &path) {
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0)
+    fatal("cannot read '" + path + "'" +
+          (path == kDefaultData
+               ? " (install the Debian package fortunes, or pass --data)"
+               : ""));
+  if (!S_ISDIR(info.st_mode))
+    return readFile(path);
+  DIR *dir = opendir(path.c_str());
+  if (!dir)
+    fatal("cannot list '" + path + "'");
+  std::vector<std::string> names;
+  while (dirent *entry = readdir(dir)) {
+    std::string name = entry->d_name;
+    struct stat file;
+    if (name[0] == '.' || endsWith(name, ".dat") || endsWith(name, ".u8") ||
+        stat((path + "/" + name).c_str(), &file) != 0 || !S_ISREG(file.st_mode))
+      continue;
+    names.push_back(name);
+  }
+  closedir(dir);
+  std::sort(names.begin(), names.end());
+  std::string text;
+  for (const std::string &name : names)
+    text += readFile(path + "/" + name);
+  return text;
+}
+
+/// A window of `time` bytes at `offset` and the bytes after each.
+void addWindow(const std::string &text, int64_t offset, int64_t time,
+               int32_t *tokens, int32_t *targets) {
+  for (int64_t t = 0; t < time; ++t) {
+    tokens[t] = static_cast<unsigned char>(text[offset + t]);
+    targets[t] = static_cast<unsigned char>(text[offset + t + 1]);
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options opts(argc, argv, {"help", "eval-only", "stream"},
+               {"variant", "data", "seed", "steps", "batch", "seq", "layers",
+                "lr", "warmup", "weight-decay", "eval-windows", "log-every",
+                "threads", "save", "load"});
+  if (opts.has("help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  std::string variant = opts.get("variant", "block-recurrent");
+  const recur_layer_desc *block = nullptr;
+  if (variant == "block-recurrent")
+    block = recur_BlockRecurrentBlock_layer();
+  else if (variant == "sliding-window")
+    block = recur_SlidingWindowBlock_layer();
+  else
+    fatal("--variant must be block-recurrent or sliding-window, not '" +
+          variant + "'");
+
+  uint64_t seed = static_cast<uint64_t>(opts.getInt("seed", 1));
+  int64_t steps = opts.getInt("steps", 400);
+  int64_t batch = opts.getInt("batch", 8);
+  int64_t seq = opts.getInt("seq", 128);
+  int64_t evalWindows = opts.getInt("eval-windows", 128);
+  int64_t logEvery = opts.getInt("log-every", 50);
+  bool stream = opts.has("stream");
+  if (steps < 0 || batch < 1 || evalWindows < 1 || logEvery < 1)
+    fatal("--steps must be >= 0, --batch, --eval-windows and --log-every "
+          ">= 1");
+  // Both layers run blocks of W tokens: the recurrent one steps a block at
+  // a time, the sliding-window one keeps the last W keys.
+  int64_t window = 0;
+  for (int32_t i = 0; i < block->num_args; ++i)
+    if (block->args[i].role == RECUR_ROLE_STATE &&
+        std::string(block->args[i].name) == "kc")
+      window = block->args[i].shape[2];
+  if (window <= 0 || seq < window || seq % window != 0)
+    fatal("--seq must be a positive multiple of the block size " +
+          std::to_string(window) + ", not " + std::to_string(seq));
+  setThreads(static_cast<int>(opts.getInt("threads", 0)));
+
+  std::string dataPath = opts.get("data", kDefaultData);
+  std::string text = readText(dataPath);
+  int64_t trainBytes = static_cast<int64_t>(text.size()) * 9 / 10;
+  std::string trainText = text.substr(0, trainBytes);
+  std::string validText = text.substr(trainBytes);
+  if (static_cast<int64_t>(validText.size()) < seq + 1)
+    fatal("'" + dataPath + "' has " + std::to_string(text.size()) +
+          " bytes; the validation tenth needs at least --seq + 1 = " +
+          std::to_string(seq + 1));
+
+  ModelConfig config;
+  config.block = block;
+  config.vocab = 256;
+  config.layers = opts.getInt("layers", 2);
+  Model model(config, seed ^ 0x5eedf00dull);
+  std::map<std::string, std::string> metadata = {{"task", "char-lm"},
+                                                 {"variant", variant}};
+  std::printf("model: variant %s, %lld x %s (width %lld), vocab %lld, "
+              "%lld params (%lld per block)\n",
+              variant.c_str(), static_cast<long long>(config.layers),
+              block->name, static_cast<long long>(model.width()),
+              static_cast<long long>(config.vocab),
+              static_cast<long long>(model.parameterCount()),
+              static_cast<long long>(model.blockParameterCount()));
+  std::printf("data: %s, %lld bytes (%lld train, %lld validation), "
+              "%lld x %lld bytes per step\n",
+              dataPath.c_str(), static_cast<long long>(text.size()),
+              static_cast<long long>(trainText.size()),
+              static_cast<long long>(validText.size()),
+              static_cast<long long>(batch), static_cast<long long>(seq));
+  std::fflush(stdout);
+
+  if (opts.has("load")) {
+    model.load(opts.get("load", ""), metadata);
+    std::printf("loaded %s\n", opts.get("load", "").c_str());
+  }
+  double start = now();
+  if (!opts.has("eval-only")) {
+    AdamWConfig adam;
+    adam.lr = opts.getDouble("lr", 3e-3);
+    adam.beta1 = 0.9;
+    adam.beta2 = 0.98;
+    adam.weightDecay = opts.getDouble("weight-decay", 0.05);
+    adam.warmup = opts.getInt("warmup", 20);
+    adam.steps = steps;
+    AdamW optimizer(adam);
+    Rng order(seed ^ 0xda7a5eedull);
+    int64_t span = static_cast<int64_t>(trainText.size()) - seq - 1;
+    if (span < 1)
+      fatal("the training text is shorter than --seq");
+    // Streaming: row i reads on from where it stopped (from a random
+    // offset, wrapping around at the end).
+    std::vector<int64_t> cursor(batch, -1);
+    model.carryStates(stream);
+    train(model, optimizer, steps, logEvery, [&](Batch &b) {
+      b.batch = batch;
+      b.time = seq;
+      b.tokens.resize(batch * seq);
+      b.targets.resize(batch * seq);
+      b.starts.assign(batch, 1.0f);
+      for (int64_t i = 0; i < batch; ++i) {
+        int64_t offset;
+        if (stream && cursor[i] >= 0 && cursor[i] <= span) {
+          offset = cursor[i];
+          b.starts[i] = 0.0f;
+        } else {
+          offset = static_cast<int64_t>(order.below(span + 1));
+        }
+        cursor[i] = offset + seq;
+        addWindow(trainText, offset, seq, b.tokens.data() + i * seq,
+                  b.targets.data() + i * seq);
+      }
+    });
+  }
+  double trainSeconds = now() - start;
+  if (opts.has("save")) {
+    model.save(opts.get("save", ""), metadata);
+    std::printf("saved %s\n", opts.get("save", "").c_str());
+  }
+
+  // Validation: --eval-windows windows spread evenly over the validation
+  // text, each a new document; with --stream, --batch rows of consecutive
+  // windows (row i reads the i-th of --batch equal parts of the text) read
+  // with the states carried.
+  std::vector<Batch> batches;
+  int64_t validBytes = static_cast<int64_t>(validText.size());
+  if (stream) {
+    int64_t rowBytes = validBytes / batch;
+    int64_t perRow =
+        std::min((evalWindows + batch - 1) / batch, (rowBytes - 1) / seq);
+    if (perRow < 1)
+      fatal("the validation text is too short for --batch rows of --seq");
+    for (int64_t k = 0; k < perRow; ++k) {
+      Batch b;
+      b.batch = batch;
+      b.time = seq;
+      b.tokens.resize(batch * seq);
+      b.targets.resize(batch * seq);
+      b.starts.assign(batch, k == 0 ? 1.0f : 0.0f);
+      for (int64_t i = 0; i < batch; ++i)
+        addWindow(validText, i * rowBytes + k * seq, seq,
+                  b.tokens.data() + i * seq, b.targets.data() + i * seq);
+      batches.push_back(std::move(b));
+    }
+  } else {
+    int64_t span = validBytes - seq - 1;
+    for (int64_t done = 0; done < evalWindows; done += batch) {
+      Batch b;
+      b.batch = std::min(batch, evalWindows - done);
+      b.time = seq;
+      b.tokens.resize(b.batch * seq);
+      b.targets.resize(b.batch * seq);
+      for (int64_t i = 0; i < b.batch; ++i) {
+        int64_t k = done + i;
+        int64_t offset = evalWindows > 1 ? span * k / (evalWindows - 1) : 0;
+        addWindow(validText, offset, seq, b.tokens.data() + i * seq,
+                  b.targets.data() + i * seq);
+      }
+      batches.push_back(std::move(b));
+    }
+  }
+  model.carryStates(stream);
+  Score score = evaluate(model, batches);
+  std::printf("train seconds %.1f\n", trainSeconds);
+  std::printf("eval loss %.4f bpc %.4f positions %lld\n", score.loss(),
+              score.loss() / std::log(2.0),
+              static_cast<long long>(score.count));
+  return 0;
+}
