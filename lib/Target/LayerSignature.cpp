@@ -396,8 +396,8 @@ void emitArgTable(raw_ostream &os, const LayerSignature &sig, StringRef table,
     for (size_t i = 0; i < t.dimNames.size(); ++i)
       os << (i ? ", " : "") << "\"" << t.dimNames[i] << "\"";
     os << "}, " << initEnum(t.init) << ", "
-       << llvm::formatv("{0:e17}", t.initValue) << ", " << t.initParam
-       << ", \"" << t.initSpelling << "\"},\n";
+       << llvm::formatv("{0:e17}", t.initValue) << ", " << t.initParam << ", \""
+       << t.initSpelling << "\"},\n";
   }
   if (tensors.empty())
     os << "    {0},\n";
