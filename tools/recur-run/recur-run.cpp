@@ -816,6 +816,47 @@ double checkGradients(Run &run, double tol, FrozenForward *frozen) {
   outs() << "backward_peak_bytes: " << after.peak_bytes - before.live_bytes
          << "\n";
 
+  // The same call again into fresh buffers must give the same bits: the
+  // kernels' parallel loops write disjoint elements and their sums run in a
+  // fixed order, so a difference is a data race.
+  {
+    std::vector<HostTensor> again[3];
+    for (auto [from, to] :
+         {std::pair{&gradIn, &again[0]}, std::pair{&gradParams, &again[1]},
+          std::pair{&gradStates, &again[2]}})
+      for (HostTensor &t : *from)
+        to->push_back(makeTensor(*t.sig, t.shape));
+    std::vector<recur_tensor> aIn = run.views(again[0]),
+                              aP = run.views(again[1]),
+                              aS = run.views(again[2]);
+    recur_state *replay = run.newState(run.states);
+    recur_status again_status =
+        replay ? recur_backward(run.desc, in.data(), p.data(), replay,
+                                dOutV.data(), dStV.data(), aIn.data(),
+                                aP.data(), aS.data())
+               : RECUR_ERROR_OUT_OF_MEMORY;
+    recur_state_destroy(replay);
+    if (again_status != RECUR_OK) {
+      runtimeFail("recur_backward");
+      return -1.0;
+    }
+    bool same = true;
+    for (auto [first, second] :
+         {std::pair{&gradIn, &again[0]}, std::pair{&gradParams, &again[1]},
+          std::pair{&gradStates, &again[2]}})
+      for (auto [a, b] : llvm::zip_equal(*first, *second)) {
+        if (a.bytes != b.bytes) {
+          same = false;
+          errs() << "recur-run: error: " << a.sig->name
+                 << ": a second backward call gave different gradients "
+                    "(a data race in the kernels)\n";
+        }
+      }
+    outs() << "backward_repeatable: " << (same ? "yes" : "no") << "\n";
+    if (!same)
+      return -1.0;
+  }
+
   // The stop-gradient values at the point of the check, held there.
   if (frozen) {
     SmallVector<const TensorSignature *> sigs;
@@ -944,11 +985,12 @@ int main(int argc, char **argv) {
       "`time_ms: <value>` (the median forward call), `peak_bytes: <n>`\n"
       "(what the call allocated at its peak) and `workspace_bytes: <n>`\n"
       "(recur_workspace_size's bound, which the peak must not exceed);\n"
-      "--stream adds\n"
-      "`stream_max_rel_err: <value>`; --gradcheck adds `backward_ms:`,\n"
-      "`backward_peak_bytes:` (one float64 backward call) and, per input,\n"
-      "param and initial state, `max_grad_rel_err: <value>`. Exit status 1\n"
-      "when an error exceeds the tolerance or a step fails.\n");
+      "--stream adds `stream_max_rel_err: <value>`; --gradcheck adds\n"
+      "`backward_ms:`, `backward_peak_bytes:` (one float64 backward call),\n"
+      "`backward_repeatable: yes|no` (a second call gives the same bits;\n"
+      "no is a data race and an error) and, per input, param and initial\n"
+      "state, `max_grad_rel_err: <value>`. Exit status 1 when an error\n"
+      "exceeds the tolerance or a step fails.\n");
 
   recur::frontend::CompileOptions options;
   options.layer = layerName;

@@ -92,6 +92,7 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
     "::mlir::complex::ComplexDialect",
     "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect",

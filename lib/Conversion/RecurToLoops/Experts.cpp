@@ -180,7 +180,7 @@ struct MoEToLoops : OpRewritePattern<MoEOp> {
     // into its (zeroed) row of y.
     auto addExperts = [&](OpBuilder &b, Location l, ValueRange tok, Value y) {
       Value zero = indexConst(b, l, 0);
-      Value hidden = emptyLike(b, l, hiddenType, {hiddenLen});
+      Value hidden = privateScratch(b, l, hiddenType, {hiddenLen});
       return buildLoop(
           b, l, zero, k, ValueRange{y, hidden},
           [&](OpBuilder &jb, Location jl, ValueRange j, ValueRange iter) {

@@ -107,8 +107,62 @@ bool writesOwnElements(Value buffer, scf::ForOp loop, bool indexed) {
   return true;
 }
 
+/// Whether a view op (the buffer it views is operand 0).
+bool isView(Operation *op) {
+  return isa<memref::SubViewOp, memref::CastOp, memref::ReinterpretCastOp,
+             memref::ExpandShapeOp, memref::CollapseShapeOp>(op);
+}
+
+/// Calls `fn(buffer, placed)` for each buffer `value` may be, inside `loop`:
+/// back through views (`placed` when one is offset by the induction
+/// variable) and through the iteration arguments and results of loops and
+/// the results of ifs nested in `loop`, which carry a buffer from outside
+/// into the body (bufferization reuses one scratch buffer across the
+/// iterations of a loop that was sequential when it ran).
+void forEachRoot(Value value, scf::ForOp loop, bool placed,
+                 llvm::DenseSet<std::pair<Value, unsigned>> &seen,
+                 llvm::function_ref<void(Value, bool)> fn) {
+  if (!seen.insert({value, placed ? 1u : 0u}).second)
+    return;
+  auto inside = [&](Operation *op) { return op && loop->isProperAncestor(op); };
+  if (Operation *def = value.getDefiningOp(); def && isView(def)) {
+    placed |= llvm::any_of(def->getOperands().drop_front(),
+                           [&](Value v) { return dependsOnIv(v, loop); });
+    return forEachRoot(def->getOperand(0), loop, placed, seen, fn);
+  }
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto inner = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
+    if (inner && inside(inner) && arg.getArgNumber() > 0) {
+      unsigned i = arg.getArgNumber() - 1;
+      forEachRoot(inner.getInitArgs()[i], loop, placed, seen, fn);
+      forEachRoot(inner.getBody()->getTerminator()->getOperand(i), loop, placed,
+                  seen, fn);
+      return;
+    }
+  }
+  if (auto result = dyn_cast<OpResult>(value)) {
+    Operation *owner = result.getOwner();
+    unsigned i = result.getResultNumber();
+    if (auto inner = dyn_cast<scf::ForOp>(owner); inner && inside(inner)) {
+      forEachRoot(inner.getInitArgs()[i], loop, placed, seen, fn);
+      forEachRoot(inner.getBody()->getTerminator()->getOperand(i), loop, placed,
+                  seen, fn);
+      return;
+    }
+    if (auto branch = dyn_cast<scf::IfOp>(owner); branch && inside(branch)) {
+      for (Region *region : {&branch.getThenRegion(), &branch.getElseRegion()})
+        if (!region->empty())
+          forEachRoot(region->front().getTerminator()->getOperand(i), loop,
+                      placed, seen, fn);
+      return;
+    }
+  }
+  fn(value, placed);
+}
+
 /// Whether every write in `loop` to a buffer that exists before the loop
-/// (captured, not an iteration argument, which writesOwnElements follows)
+/// (captured, or reached through the iteration arguments of loops nested in
+/// it; the loop's own iteration arguments are writesOwnElements' to check)
 /// lands at a position placed by the induction variable.
 bool capturedWritesOwnElements(scf::ForOp loop) {
   WalkResult result = loop.getBody()->walk([&](Operation *op) {
@@ -120,21 +174,16 @@ bool capturedWritesOwnElements(scf::ForOp loop) {
       if (auto store = dyn_cast<memref::StoreOp>(op))
         placed = llvm::any_of(store.getIndices(),
                               [&](Value i) { return dependsOnIv(i, loop); });
-      // Back through views to the buffer itself.
-      Value base = operand;
-      while (Operation *def = base.getDefiningOp()) {
-        if (!isa<memref::SubViewOp, memref::CastOp, memref::ReinterpretCastOp,
-                 memref::ExpandShapeOp, memref::CollapseShapeOp>(def))
-          break;
-        placed |= llvm::any_of(def->getOperands().drop_front(),
-                               [&](Value v) { return dependsOnIv(v, loop); });
-        base = def->getOperand(0);
-      }
-      Region *home = base.getParentRegion();
-      bool captured = !loop->isAncestor(home->getParentOp()) ||
-                      home->getParentOp() == loop.getOperation();
-      if (captured && !placed &&
-          !llvm::is_contained(loop.getRegionIterArgs(), base))
+      bool shared = false;
+      llvm::DenseSet<std::pair<Value, unsigned>> seen;
+      forEachRoot(operand, loop, placed, seen, [&](Value base, bool placed) {
+        // A buffer made in the body is each iteration's own.
+        bool captured =
+            !loop->isAncestor(base.getParentRegion()->getParentOp());
+        shared |= captured && !placed &&
+                  !llvm::is_contained(loop.getRegionIterArgs(), base);
+      });
+      if (shared)
         return WalkResult::interrupt();
     }
     return WalkResult::advance();

@@ -9,6 +9,7 @@
 #include "Recur/IR/Recur.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Complex/IR/Complex.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -40,14 +41,27 @@ SmallVector<Value> loops::dimSizes(OpBuilder &b, Location loc, Value tensor) {
   return sizes;
 }
 
-Value loops::emptyLike(OpBuilder &b, Location loc, RankedTensorType type,
-                       ArrayRef<Value> sizes) {
+/// The entries of `sizes` (one per dimension of `type`) for its dynamic
+/// dimensions.
+static SmallVector<Value> dynamicSizes(RankedTensorType type,
+                                       ArrayRef<Value> sizes) {
   SmallVector<Value> dynamic;
   for (auto [d, size] : llvm::zip_equal(type.getShape(), sizes))
     if (ShapedType::isDynamic(d))
       dynamic.push_back(size);
+  return dynamic;
+}
+
+Value loops::emptyLike(OpBuilder &b, Location loc, RankedTensorType type,
+                       ArrayRef<Value> sizes) {
   return tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType(),
-                                 dynamic);
+                                 dynamicSizes(type, sizes));
+}
+
+Value loops::privateScratch(OpBuilder &b, Location loc, RankedTensorType type,
+                            ArrayRef<Value> sizes) {
+  return bufferization::AllocTensorOp::create(b, loc, type,
+                                              dynamicSizes(type, sizes));
 }
 
 SmallVector<Value> loops::concatIndices(ValueRange a, ValueRange b) {

@@ -41,6 +41,14 @@ Value dimSize(OpBuilder &b, Location loc, Value tensor, int64_t dim);
 Value emptyLike(OpBuilder &b, Location loc, RankedTensorType type,
                 ArrayRef<Value> sizes);
 
+/// Scratch of `type` (dynamic sizes from `sizes`, one per dimension) for
+/// one iteration of a loop body: unlike tensor.empty, which CSE merges with
+/// an equal one outside the loop (bufferization then gives every iteration
+/// the same buffer and the loop cannot run in parallel), it allocates where
+/// it stands.
+Value privateScratch(OpBuilder &b, Location loc, RankedTensorType type,
+                     ArrayRef<Value> sizes);
+
 /// `a` followed by `b`, as one index list.
 SmallVector<Value> concatIndices(ValueRange a, ValueRange b);
 

@@ -3,7 +3,8 @@
 // Per token: the output row is zeroed; an active token then runs each of its
 // k experts: hidden[c] = gelu(x . W_in[e, :, c]) (exact erf) into a scratch
 // row, then y[m] += gate * hidden . W_out[e, :, m]. An inactive token keeps
-// the zero row. The scratch row is made in the token's iteration, so
+// the zero row. The scratch row is allocated in the token's iteration (an
+// alloc_tensor, which CSE cannot merge with one outside), so
 // tokens share nothing.
 
 // CHECK-LABEL: func.func @moe_gelu_active
@@ -15,7 +16,7 @@
 // CHECK:     tensor.insert %[[ZERO]]
 // CHECK:   %[[ON:[^ ]+]] = tensor.extract %[[ACT]][%[[T]]] : tensor<3xi1>
 // CHECK:   scf.if %[[ON]] -> (tensor<3x4xf32>) {
-// CHECK:     %[[HID0:[^ ]+]] = tensor.empty() : tensor<6xf32>
+// CHECK:     %[[HID0:[^ ]+]] = bufferization.alloc_tensor() : tensor<6xf32>
 // CHECK:     scf.for %[[J:[^ ]+]] = {{.*}} iter_args({{.*}}, %{{.+}} = %[[HID0]])
 // CHECK:       %[[E32:[^ ]+]] = tensor.extract %[[I]][%[[T]], %[[J]]]
 // CHECK:       %[[E:[^ ]+]] = arith.index_cast %[[E32]] : i32 to index

@@ -122,3 +122,66 @@ func.func @captured_scratch(%a: memref<4xf32>, %out: memref<4xf32>,
   } {recur.parallel}
   return
 }
+
+// -----
+
+// A scratch buffer from outside reached through the iteration arguments of
+// a loop inside the body (what bufferization makes of a tensor.empty that
+// CSE merged with an equal one outside the loop) is shared by every
+// iteration: the loop stays sequential. (SparseUniversal's backward raced
+// on its experts' hidden row this way.)
+
+// CHECK-LABEL: func.func @scratch_through_inner_loop
+// CHECK-NOT:     scf.parallel
+// CHECK:         scf.for
+func.func @scratch_through_inner_loop(%a: memref<4x8xf32>, %out: memref<4x8xf32>,
+                                      %tmp: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%o = %out) -> (memref<4x8xf32>) {
+    %t = scf.for %j = %c0 to %c8 step %c1 iter_args(%s = %tmp) -> (memref<8xf32>) {
+      %v = memref.load %a[%i, %j] : memref<4x8xf32>
+      memref.store %v, %s[%j] : memref<8xf32>
+      scf.yield %s : memref<8xf32>
+    }
+    %o2 = scf.for %j = %c0 to %c8 step %c1 iter_args(%p = %o) -> (memref<4x8xf32>) {
+      %w = memref.load %t[%j] : memref<8xf32>
+      memref.store %w, %p[%i, %j] : memref<4x8xf32>
+      scf.yield %p : memref<4x8xf32>
+    }
+    scf.yield %o2 : memref<4x8xf32>
+  } {recur.parallel}
+  return
+}
+
+// -----
+
+// The same row allocated in the body is each iteration's own: parallel.
+
+// CHECK-LABEL: func.func @scratch_in_body
+// CHECK:         scf.parallel
+// CHECK:           memref.alloc
+func.func @scratch_in_body(%a: memref<4x8xf32>, %out: memref<4x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%o = %out) -> (memref<4x8xf32>) {
+    %tmp = memref.alloc() : memref<8xf32>
+    %t = scf.for %j = %c0 to %c8 step %c1 iter_args(%s = %tmp) -> (memref<8xf32>) {
+      %v = memref.load %a[%i, %j] : memref<4x8xf32>
+      memref.store %v, %s[%j] : memref<8xf32>
+      scf.yield %s : memref<8xf32>
+    }
+    %o2 = scf.for %j = %c0 to %c8 step %c1 iter_args(%p = %o) -> (memref<4x8xf32>) {
+      %w = memref.load %t[%j] : memref<8xf32>
+      memref.store %w, %p[%i, %j] : memref<4x8xf32>
+      scf.yield %p : memref<4x8xf32>
+    }
+    memref.dealloc %tmp : memref<8xf32>
+    scf.yield %o2 : memref<4x8xf32>
+  } {recur.parallel}
+  return
+}
