@@ -9,6 +9,12 @@
 // results (seen in derived backward kernels: a weight table computed inside
 // a block body); the producer stays a separate loop instead.
 //
+// Nor into a consumer that reads each element of the producer's result more
+// than once (its indexing map for it drops or repeats loop dimensions: a
+// matmul's operand, a row statistic broadcast along a row): the fused body
+// would recompute the producer (a gelu, a layernorm) at every point of the
+// dropped dimensions, e.g. F times for `gelu(x @ W1) @ W2`.
+//
 //===----------------------------------------------------------------------===//
 
 #include "recur/Conversion/RecurToLoops/RecurToLoops.h"
@@ -40,7 +46,9 @@ struct RecurFuseElementwisePass
     linalg::populateElementwiseOpsFusionPatterns(
         patterns, [](OpOperand *fused) {
           auto producer = fused->get().getDefiningOp<linalg::LinalgOp>();
-          return producer && !readsInit(producer);
+          auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
+          return producer && consumer && !readsInit(producer) &&
+                 consumer.getMatchingIndexingMap(fused).isPermutation();
         });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
