@@ -89,8 +89,7 @@ public:
     ggml_init_params params = {bytes + (64u << 20), nullptr, false};
     ctx = ggml_init(params);
     if (!ctx) {
-      std::fprintf(stderr, "ggml_bench: ggml_init failed (%zu bytes)\n",
-                   bytes);
+      std::fprintf(stderr, "ggml_bench: ggml_init failed (%zu bytes)\n", bytes);
       std::exit(1);
     }
   }
@@ -159,8 +158,8 @@ void printResult(const Options &opts, const char *impl, const char *caseName,
   std::printf("{\"peer\": \"ggml\", \"impl\": \"%s\", \"case\": \"%s\", "
               "\"shape\": \"%s\", \"threads\": %d, \"ms\": %.4f, "
               "\"runs\": %d, \"check\": %.3g, \"note\": \"%s\"}\n",
-              impl, caseName, shape.c_str(), opts.threads, ms, opts.runs,
-              check, escape(note).c_str());
+              impl, caseName, shape.c_str(), opts.threads, ms, opts.runs, check,
+              escape(note).c_str());
   std::fflush(stdout);
 }
 
@@ -186,12 +185,12 @@ struct ScanCase {
 
   ScanCase(ggml_context *ctx, const ScanShape &s, Rng &rng) {
     int64_t n = s.channels * s.steps;
-    ggml_tensor *s0 = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 1, 1,
-                                         s.channels, 1);
-    ggml_tensor *xs = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 1, s.channels,
-                                         s.steps, 1);
-    ggml_tensor *dt = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, s.channels,
-                                         s.steps, 1);
+    ggml_tensor *s0 =
+        ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 1, 1, s.channels, 1);
+    ggml_tensor *xs =
+        ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 1, s.channels, s.steps, 1);
+    ggml_tensor *dt =
+        ggml_new_tensor_3d(ctx, GGML_TYPE_F32, s.channels, s.steps, 1);
     ggml_tensor *A = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 1, s.channels);
     ggml_tensor *B = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 1, 1, s.steps, 1);
     ggml_tensor *C = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 1, 1, s.steps, 1);
@@ -280,8 +279,7 @@ struct GlaInputs {
 
   GlaInputs(ggml_context *ctx, const GlaShape &s, Rng &rng) {
     auto seq = [&] {
-      return ggml_new_tensor_3d(ctx, GGML_TYPE_F32, s.dim, s.heads,
-                                s.tokens());
+      return ggml_new_tensor_3d(ctx, GGML_TYPE_F32, s.dim, s.heads, s.tokens());
     };
     q = seq();
     k = seq();
@@ -312,8 +310,8 @@ struct GlaInputs {
           for (int64_t j = 0; j < d; ++j) {
             double o = 0;
             for (int64_t i = 0; i < d; ++i) {
-              double kv = static_cast<double>(data(k)[row + i]) *
-                          data(v)[row + j];
+              double kv =
+                  static_cast<double>(data(k)[row + i]) * data(v)[row + j];
               double prev = S[i * d + j];
               double next = data(gate)[row + i] * prev + kv;
               double seen = wkv6 ? prev + data(bonus)[h * d + i] * kv : next;
@@ -331,8 +329,8 @@ struct GlaInputs {
 /// Builds the op under test on fresh inputs.
 using GlaOp = std::function<ggml_tensor *(ggml_context *, GlaInputs &)>;
 
-void runGlaOp(const Options &opts, const char *impl, const GlaOp &op,
-              bool wkv6, const std::string &note) {
+void runGlaOp(const Options &opts, const char *impl, const GlaOp &op, bool wkv6,
+              const std::string &note) {
   GlaShape tiny{1, 2, 256, 64}, full{4, 8, 4096, 64};
   double check;
   {
@@ -348,8 +346,8 @@ void runGlaOp(const Options &opts, const char *impl, const GlaOp &op,
   Context ctx(glaBytes(shape));
   Rng rng(4);
   GlaInputs in(ctx.get(), shape, rng);
-  double ms = Runner(ctx.get(), op(ctx.get(), in), opts.threads)
-                  .medianMs(opts.runs);
+  double ms =
+      Runner(ctx.get(), op(ctx.get(), in), opts.threads).medianMs(opts.runs);
   printResult(opts, impl, "gla_fwd", shape.str(), ms, check, note);
 }
 
@@ -357,8 +355,8 @@ void runGla(const Options &opts) {
   runGlaOp(
       opts, "gated_linear_attn",
       [](ggml_context *ctx, GlaInputs &in) {
-        return ggml_gated_linear_attn(ctx, in.k, in.v, in.q, in.gate,
-                                      in.state, 1.0f);
+        return ggml_gated_linear_attn(ctx, in.k, in.v, in.q, in.gate, in.state,
+                                      1.0f);
       },
       /*wkv6=*/false,
       "ggml_gated_linear_attn(k, v, q, g=a, state=0, scale=1): the same "
@@ -404,8 +402,7 @@ struct WindowCase {
 
   WindowCase(ggml_context *ctx, const WindowShape &s, Rng &rng) {
     auto seq = [&] {
-      return ggml_new_tensor_4d(ctx, GGML_TYPE_F32, s.dim, s.steps, s.heads,
-                                1);
+      return ggml_new_tensor_4d(ctx, GGML_TYPE_F32, s.dim, s.steps, s.heads, 1);
     };
     q = seq();
     k = seq();
