@@ -11,7 +11,7 @@ CMAKE_FLAGS  = -G Ninja \
                -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
                -DMLIR_DIR=$(LLVM_PREFIX)/lib/cmake/mlir
 
-.PHONY: all deps build test demo test-asan fuzz docs format clean
+.PHONY: all deps build test demo bench test-asan fuzz docs format clean
 
 all: build
 
@@ -36,6 +36,13 @@ test: build
 # against the float64 oracle and explains what the numbers mean.
 demo: build
 	@bash scripts/demo.sh $(BUILD_DIR)
+
+# The CPU benchmarks with the machine's limits and the peers in one run
+# (bench/run.py; docs/performance.md). BENCH_FLAGS=--tiny runs each once at a
+# tiny size, --no-peers skips ggml and PyTorch (scripts/bench-peers.sh).
+BENCH_FLAGS ?=
+bench: build
+	python3 bench/run.py --build $(BUILD_DIR) $(BENCH_FLAGS)
 
 # The whole suite again with the project's own code under ASan + UBSan.
 test-asan: deps $(ASAN_DIR)/build.ninja

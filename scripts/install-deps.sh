@@ -7,6 +7,9 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22
   libclang-rt-22-dev libomp-22-dev ninja-build cmake
   libgtest-dev python3 clang-format-22
+  # bench/ (recur-bench): Google Benchmark and OpenBLAS's sgemm, the
+  # arithmetic limit the kernels are measured against.
+  libbenchmark-dev libopenblas-dev
   # English text under /usr/share/games/fortunes: the default training data
   # of recur-train-char (examples/train/char_lm.cpp). The tests do not use it.
   fortunes

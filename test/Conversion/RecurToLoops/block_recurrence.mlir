@@ -19,7 +19,8 @@
 // CHECK:       tensor.extract %[[XB]]
 // CHECK:       arith.mulf
 // CHECK:       arith.addf
-// CHECK:   %[[NEXT:[^ ]+]] = scf.for
+// CHECK:   %[[GATE0:[^ ]+]] = tensor.empty() : tensor<2x3xf32>
+// CHECK:   %[[NEXT:[^ ]+]] = scf.for {{.*}} iter_args(%{{[^ ]+}} = %[[GATE0]])
 // CHECK:       tensor.extract %[[SCAN]]#1
 // CHECK:       tensor.extract %[[C]]
 // CHECK:       tensor.extract %[[G]]

@@ -58,16 +58,29 @@ func.func @linear_scan_complex_reverse_init(
 // -----
 
 // An outer-product matrix state: `a` covers [batch, time, dk] and is read
-// with the leading indices only, broadcast over dv.
+// with the leading indices only, broadcast over dv. Scanning along a
+// dimension other than the last, the channels of the last one (dv) go by
+// groups of up to 128: per group, a scratch row of carries (allocated in
+// the group's iteration), a time loop sweeping the group's channels at each
+// step, and the carries written to the final state at the end.
 
 // CHECK-LABEL: func.func @linear_scan_matrix_state
 // CHECK-SAME: (%[[A:[^ ]+]]: tensor<2x6x4xf32>, %[[B:[^ ]+]]: tensor<2x6x4x3xf32>)
+// CHECK: %[[GROUPS:[^ ]+]] = arith.ceildivui %{{.+}}, %{{.+}} : index
 // CHECK: scf.for %[[I:[^ ]+]] =
 // CHECK:   scf.for %[[K:[^ ]+]] =
-// CHECK:     scf.for %[[V:[^ ]+]] =
-// CHECK:       scf.for %[[S:[^ ]+]] =
-// CHECK:         tensor.extract %[[A]][%[[I]], %[[S]], %[[K]]] : tensor<2x6x4xf32>
-// CHECK:         tensor.extract %[[B]][%[[I]], %[[S]], %[[K]], %[[V]]] : tensor<2x6x4x3xf32>
+// CHECK:     scf.for %[[G:[^ ]+]] = %{{.+}} to %[[GROUPS]]
+// CHECK:       %[[FIRST:[^ ]+]] = arith.muli %[[G]], %{{.+}} : index
+// CHECK:       %[[N:[^ ]+]] = arith.minui
+// CHECK:       %[[ROW:[^ ]+]] = bufferization.alloc_tensor() : tensor<128xf32>
+// CHECK:       %[[CARRY0:[^ ]+]] = scf.for {{.*}} to %[[N]] {{.*}} iter_args(%{{[^ ]+}} = %[[ROW]])
+// CHECK:       %[[TIME:[^ ]+]]:2 = scf.for %[[S:[^ ]+]] = {{.*}} iter_args(%{{[^ ]+}} = %{{[^ ]+}}, %{{[^ ]+}} = %[[CARRY0]])
+// CHECK:         scf.for %[[J:[^ ]+]] = %{{.+}} to %[[N]]
+// CHECK:           %[[V:[^ ]+]] = arith.addi %[[FIRST]], %[[J]] : index
+// CHECK:           tensor.extract %[[A]][%[[I]], %[[S]], %[[K]]] : tensor<2x6x4xf32>
+// CHECK:           tensor.extract %[[B]][%[[I]], %[[S]], %[[K]], %[[V]]] : tensor<2x6x4x3xf32>
+// CHECK:       scf.for {{.*}} to %[[N]]
+// CHECK:         tensor.extract %[[TIME]]#1
 func.func @linear_scan_matrix_state(%a: tensor<2x6x4xf32>,
                                     %b: tensor<2x6x4x3xf32>)
     -> tensor<2x6x4x3xf32> {
