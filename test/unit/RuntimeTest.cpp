@@ -721,6 +721,44 @@ TEST(RuntimeMemory, AlignmentAndStats) {
   recur_memory_stats_get(nullptr);
 }
 
+/// Whether the runtime keeps freed large buffers (not under a sanitizer).
+bool cachesLargeBuffers() {
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+  return false;
+#endif
+#endif
+  return true;
+}
+
+TEST(RuntimeMemory, LargeBuffersAreReused) {
+  // A kernel called again at the same sizes gets back the large buffers its
+  // last call freed (their pages already mapped); the stats count only live
+  // buffers, and an aligned request gets a buffer aligned as asked.
+  size_t start = liveBytes();
+  const size_t big = 3 << 20;
+  void *first = _mlir_memref_to_llvm_aligned_alloc(4096, big);
+  ASSERT_NE(first, nullptr);
+  std::memset(first, 1, big);
+  EXPECT_EQ(liveBytes(), start + big);
+  _mlir_memref_to_llvm_free(first);
+  EXPECT_EQ(liveBytes(), start);
+  void *second = _mlir_memref_to_llvm_aligned_alloc(4096, big);
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(second) % 4096, 0u);
+  EXPECT_EQ(liveBytes(), start + big);
+  if (cachesLargeBuffers())
+    EXPECT_EQ(second, first);
+  // A much smaller request does not take the large buffer.
+  _mlir_memref_to_llvm_free(second);
+  void *small = _mlir_memref_to_llvm_alloc(big / 2);
+  ASSERT_NE(small, nullptr);
+  EXPECT_NE(small, second);
+  EXPECT_EQ(liveBytes(), start + big / 2);
+  _mlir_memref_to_llvm_free(small);
+  EXPECT_EQ(liveBytes(), start);
+}
+
 TEST(RuntimeMemory, KernelAllocatorIsThreadSafe) {
   size_t start = liveBytes();
   std::vector<std::thread> threads;
