@@ -33,17 +33,28 @@ namespace {
 
 /// The buffer `value` is, looking through the results of scf.for loops
 /// that yield their iteration argument back (sequential loops inside the
-/// nest that update a buffer in place).
+/// nest that update a buffer in place) and of scf.if ops whose branches
+/// both yield the same buffer (a conditional in-place update).
 Value inPlaceSource(Value value) {
   while (auto result = dyn_cast<OpResult>(value)) {
-    auto loop = dyn_cast<scf::ForOp>(result.getOwner());
-    if (!loop)
-      break;
     unsigned i = result.getResultNumber();
-    auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
-    if (inPlaceSource(yield.getOperand(i)) != loop.getRegionIterArgs()[i])
-      break;
-    value = loop.getInitArgs()[i];
+    if (auto loop = dyn_cast<scf::ForOp>(result.getOwner())) {
+      auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+      if (inPlaceSource(yield.getOperand(i)) != loop.getRegionIterArgs()[i])
+        break;
+      value = loop.getInitArgs()[i];
+      continue;
+    }
+    if (auto branch = dyn_cast<scf::IfOp>(result.getOwner())) {
+      if (branch.getElseRegion().empty())
+        break;
+      Value source = inPlaceSource(branch.thenYield().getOperand(i));
+      if (source != inPlaceSource(branch.elseYield().getOperand(i)))
+        break;
+      value = source;
+      continue;
+    }
+    break;
   }
   return value;
 }

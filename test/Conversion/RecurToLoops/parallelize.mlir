@@ -185,3 +185,57 @@ func.func @scratch_in_body(%a: memref<4x8xf32>, %out: memref<4x8xf32>) {
   } {recur.parallel}
   return
 }
+
+// -----
+
+// A conditional in-place update (an scf.if whose branches both yield the
+// buffer, as the softmax's normalization of window attention makes) keeps
+// the loop in place: parallel.
+
+// CHECK-LABEL: func.func @conditional_update
+// CHECK:         scf.parallel
+// CHECK:           scf.if
+func.func @conditional_update(%a: memref<4xf32>, %out: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%o = %out) -> (memref<4xf32>) {
+    %v = memref.load %a[%i] : memref<4xf32>
+    %pos = arith.cmpf ogt, %v, %zero : f32
+    %n = scf.if %pos -> (memref<4xf32>) {
+      memref.store %v, %o[%i] : memref<4xf32>
+      scf.yield %o : memref<4xf32>
+    } else {
+      scf.yield %o : memref<4xf32>
+    }
+    scf.yield %n : memref<4xf32>
+  } {recur.parallel}
+  return
+}
+
+// -----
+
+// Branches yielding different buffers are not an in-place update: the loop
+// stays sequential.
+
+// CHECK-LABEL: func.func @branches_differ
+// CHECK-NOT:     scf.parallel
+func.func @branches_differ(%a: memref<4xf32>, %out: memref<4xf32>,
+                           %other: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%o = %out) -> (memref<4xf32>) {
+    %v = memref.load %a[%i] : memref<4xf32>
+    %pos = arith.cmpf ogt, %v, %zero : f32
+    %n = scf.if %pos -> (memref<4xf32>) {
+      scf.yield %o : memref<4xf32>
+    } else {
+      scf.yield %other : memref<4xf32>
+    }
+    scf.yield %n : memref<4xf32>
+  } {recur.parallel}
+  return
+}
