@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -225,31 +226,50 @@ struct ScanCase {
   }
 };
 
+/// Checks a case at its tiny shape against its float64 reference, then
+/// times it at the run's shape (`full`, or `tiny` with --tiny) on fresh
+/// inputs and prints its line. `build(ctx, shape, rng)` makes the inputs
+/// and returns the output tensor and the reference of those inputs (a
+/// callable giving the float64 result).
+template <typename Shape, typename Build>
+void checkAndTime(const Options &opts, const char *impl, const char *name,
+                  const Shape &tiny, const Shape &full,
+                  size_t (*bytes)(const Shape &), uint64_t seed, Build build,
+                  const std::string &note) {
+  double check;
+  {
+    Context ctx(bytes(tiny));
+    Rng rng(seed);
+    auto [out, reference] = build(ctx.get(), tiny, rng);
+    Runner(ctx.get(), out, opts.threads).compute();
+    check = relativeError(data(out), reference());
+  }
+  const Shape &shape = opts.tiny ? tiny : full;
+  std::fprintf(stderr, "ggml_bench: %s %s\n", impl, shape.str().c_str());
+  Context ctx(bytes(shape));
+  Rng rng(seed + 1);
+  auto [out, reference] = build(ctx.get(), shape, rng);
+  (void)reference;
+  double ms = Runner(ctx.get(), out, opts.threads).medianMs(opts.runs);
+  printResult(opts, impl, name, shape.str(), ms, check, note);
+}
+
 size_t scanBytes(const ScanShape &s) {
   return 8 * s.channels * s.steps * sizeof(float);
 }
 
 void runScan(const Options &opts) {
-  ScanShape tiny{64, 512}, full{1024, 16384};
-  double check;
-  {
-    Context ctx(scanBytes(tiny));
-    Rng rng(1);
-    ScanCase c(ctx.get(), tiny, rng);
-    Runner(ctx.get(), c.y, opts.threads).compute();
-    check = relativeError(data(c.y), c.reference(tiny));
-  }
-  ScanShape shape = opts.tiny ? tiny : full;
-  std::fprintf(stderr, "ggml_bench: ssm_scan %s\n", shape.str().c_str());
-  Context ctx(scanBytes(shape));
-  Rng rng(2);
-  ScanCase c(ctx.get(), shape, rng);
-  double ms = Runner(ctx.get(), c.y, opts.threads).medianMs(opts.runs);
-  printResult(opts, "ssm_scan", "scan_f32", shape.str(), ms, check,
-              "Mamba-2 ssm_scan, one head per channel, head_dim=d_state=1, "
-              "A=-1, B=C=1, dt=log(1/a-1), x'=x/(-log a) (transformed before "
-              "timing): h_t = exp(-softplus(dt)) h + softplus(dt) x' = a h + "
-              "x; computes softplus and exp per element; reads x', dt");
+  checkAndTime(
+      opts, "ssm_scan", "scan_f32", ScanShape{64, 512}, ScanShape{1024, 16384},
+      scanBytes, 1,
+      [](ggml_context *ctx, const ScanShape &shape, Rng &rng) {
+        auto c = std::make_shared<ScanCase>(ctx, shape, rng);
+        return std::make_pair(c->y, [c, shape] { return c->reference(shape); });
+      },
+      "Mamba-2 ssm_scan, one head per channel, head_dim=d_state=1, "
+      "A=-1, B=C=1, dt=log(1/a-1), x'=x/(-log a) (transformed before "
+      "timing): h_t = exp(-softplus(dt)) h + softplus(dt) x' = a h + "
+      "x; computes softplus and exp per element; reads x', dt");
 }
 
 //===----------------------------------------------------------------------===//
@@ -331,24 +351,16 @@ using GlaOp = std::function<ggml_tensor *(ggml_context *, GlaInputs &)>;
 
 void runGlaOp(const Options &opts, const char *impl, const GlaOp &op, bool wkv6,
               const std::string &note) {
-  GlaShape tiny{1, 2, 256, 64}, full{4, 8, 4096, 64};
-  double check;
-  {
-    Context ctx(glaBytes(tiny));
-    Rng rng(3);
-    GlaInputs in(ctx.get(), tiny, rng);
-    ggml_tensor *out = op(ctx.get(), in);
-    Runner(ctx.get(), out, opts.threads).compute();
-    check = relativeError(data(out), in.reference(tiny, wkv6));
-  }
-  GlaShape shape = opts.tiny ? tiny : full;
-  std::fprintf(stderr, "ggml_bench: %s %s\n", impl, shape.str().c_str());
-  Context ctx(glaBytes(shape));
-  Rng rng(4);
-  GlaInputs in(ctx.get(), shape, rng);
-  double ms =
-      Runner(ctx.get(), op(ctx.get(), in), opts.threads).medianMs(opts.runs);
-  printResult(opts, impl, "gla_fwd", shape.str(), ms, check, note);
+  checkAndTime(
+      opts, impl, "gla_fwd", GlaShape{1, 2, 256, 64}, GlaShape{4, 8, 4096, 64},
+      glaBytes, 3,
+      [&](ggml_context *ctx, const GlaShape &shape, Rng &rng) {
+        auto in = std::make_shared<GlaInputs>(ctx, shape, rng);
+        return std::make_pair(op(ctx, *in), [in, shape, wkv6] {
+          return in->reference(shape, wkv6);
+        });
+      },
+      note);
 }
 
 void runGla(const Options &opts) {
@@ -455,26 +467,18 @@ struct WindowCase {
 };
 
 void runWindow(const Options &opts) {
-  WindowShape tiny{2, 512, 64, 64}, full{8, 8192, 512, 64};
-  double check;
-  {
-    Context ctx(windowBytes(tiny));
-    Rng rng(5);
-    WindowCase c(ctx.get(), tiny, rng);
-    Runner(ctx.get(), c.out, opts.threads).compute();
-    check = relativeError(data(c.out), c.reference(tiny));
-  }
-  WindowShape shape = opts.tiny ? tiny : full;
-  std::fprintf(stderr, "ggml_bench: flash_attn_ext %s\n", shape.str().c_str());
-  Context ctx(windowBytes(shape));
-  Rng rng(6);
-  WindowCase c(ctx.get(), shape, rng);
-  double ms = Runner(ctx.get(), c.out, opts.threads).medianMs(opts.runs);
-  printResult(opts, "flash_attn_ext", "window_fwd", shape.str(), ms, check,
-              "ggml_flash_attn_ext, f32 q/k/v, dense f16 band mask [T, T] "
-              "(0 inside the window, -inf outside; built before timing); "
-              "the tiled CPU kernel skips key tiles whose mask is all -inf "
-              "but reads the whole mask; forward only");
+  checkAndTime(
+      opts, "flash_attn_ext", "window_fwd", WindowShape{2, 512, 64, 64},
+      WindowShape{8, 8192, 512, 64}, windowBytes, 5,
+      [](ggml_context *ctx, const WindowShape &shape, Rng &rng) {
+        auto c = std::make_shared<WindowCase>(ctx, shape, rng);
+        return std::make_pair(c->out,
+                              [c, shape] { return c->reference(shape); });
+      },
+      "ggml_flash_attn_ext, f32 q/k/v, dense f16 band mask [T, T] "
+      "(0 inside the window, -inf outside; built before timing); "
+      "the tiled CPU kernel skips key tiles whose mask is all -inf "
+      "but reads the whole mask; forward only");
 }
 
 Options parse(int argc, char **argv) {
