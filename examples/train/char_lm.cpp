@@ -206,14 +206,7 @@ int main(int argc, char **argv) {
   }
   double start = now();
   if (!opts.has("eval-only")) {
-    AdamWConfig adam;
-    adam.lr = opts.getDouble("lr", 3e-3);
-    adam.beta1 = 0.9;
-    adam.beta2 = 0.98;
-    adam.weightDecay = opts.getDouble("weight-decay", 0.05);
-    adam.warmup = opts.getInt("warmup", 20);
-    adam.steps = steps;
-    AdamW optimizer(adam);
+    AdamW optimizer(adamWFromOptions(opts, 3e-3, 20, steps));
     Rng order(seed ^ 0xda7a5eedull);
     int64_t span = static_cast<int64_t>(trainText.size()) - seq - 1;
     if (span < 1)

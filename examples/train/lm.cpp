@@ -1172,6 +1172,18 @@ int64_t Options::getInt(const std::string &name, int64_t fallback) const {
   return v;
 }
 
+AdamWConfig adamWFromOptions(const Options &opts, double lr, int64_t warmup,
+                             int64_t steps) {
+  AdamWConfig adam;
+  adam.lr = opts.getDouble("lr", lr);
+  adam.beta1 = 0.9;
+  adam.beta2 = 0.98;
+  adam.weightDecay = opts.getDouble("weight-decay", 0.05);
+  adam.warmup = opts.getInt("warmup", warmup);
+  adam.steps = steps;
+  return adam;
+}
+
 double Options::getDouble(const std::string &name, double fallback) const {
   auto it = values_.find(name);
   if (it == values_.end())

@@ -273,6 +273,12 @@ private:
   std::map<std::string, std::string> values_;
 };
 
+/// The AdamW settings both programs use (betas 0.9 and 0.98), with
+/// `--lr`, `--weight-decay` (default 0.05) and `--warmup` from the command
+/// line over the program's defaults `lr` and `warmup`.
+AdamWConfig adamWFromOptions(const Options &opts, double lr, int64_t warmup,
+                             int64_t steps);
+
 /// Sets the threads of the compiled kernels and of the loops here (n <= 0:
 /// the default).
 void setThreads(int n);

@@ -160,14 +160,7 @@ int main(int argc, char **argv) {
   }
   double start = now();
   if (!opts.has("eval-only")) {
-    AdamWConfig adam;
-    adam.lr = opts.getDouble("lr", 2.5e-3);
-    adam.beta1 = 0.9;
-    adam.beta2 = 0.98;
-    adam.weightDecay = opts.getDouble("weight-decay", 0.05);
-    adam.warmup = opts.getInt("warmup", 50);
-    adam.steps = steps;
-    AdamW optimizer(adam);
+    AdamW optimizer(adamWFromOptions(opts, 2.5e-3, 50, steps));
     Rng data(seed ^ 0xda7a5eedull);
     train(model, optimizer, steps, logEvery,
           [&](Batch &b) { makeBatch(task, data, batch, seq, b); });
