@@ -81,6 +81,7 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm) {
       "convert-recur-to-loops{mark-parallel},"
       "canonicalize,"
       "recur-fuse-elementwise,"
+      "recur-interchange-reductions,"
       "canonicalize,"
       "cse,"
       "one-shot-bufferize{bufferize-function-boundaries "

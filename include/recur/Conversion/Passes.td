@@ -154,6 +154,28 @@ def RecurFuseElementwise : Pass<"recur-fuse-elementwise"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def RecurInterchangeReductions : Pass<"recur-interchange-reductions"> {
+  let summary = "Move the contiguous output dimension of linalg contractions "
+                "inside their reductions";
+  let description = [{
+    A linalg op with reduction loops whose innermost loop is a reduction (a
+    matmul `y[b, t, n] += x[b, t, k] W[k, n]` in the order b, t, n, k) runs,
+    once lowered to loops, one scalar dot product per output element with a
+    strided walk down a column of `W`. This pass interchanges its loops so
+    that the dimension indexing the last (contiguous) dimension of the
+    output comes last, after the reductions (b, t, k, n): the innermost loop
+    then updates a row of the output from a row of an input, which LLVM
+    vectorizes. It applies when that dimension is parallel and also indexes
+    the last dimension of an input (so it streams through memory there too);
+    named ops with reductions are generalized first.
+
+    Each output element still sums its terms in the same order (the
+    reduction loops keep their relative order), so results are bit-for-bit
+    those of the original loop order.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def RecurWorkspaceBound : Pass<"recur-workspace-bound",
                                "::mlir::ModuleOp"> {
   let summary = "Add, beside each layer function, a function bounding the "

@@ -18,6 +18,7 @@ namespace recur {
 #define GEN_PASS_DECL_RECURPARALLELIZELOOPS
 #define GEN_PASS_DECL_RECURWORKSPACEBOUND
 #define GEN_PASS_DECL_RECURFUSEELEMENTWISE
+#define GEN_PASS_DECL_RECURINTERCHANGEREDUCTIONS
 #include "recur/Conversion/Passes.h.inc"
 
 /// `recur-workspace-bound` names the bound of layer function F
