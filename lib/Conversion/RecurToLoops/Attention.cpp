@@ -7,6 +7,14 @@
 // largest logit first, then exp(logit - max) and the weighted value rows),
 // and a zero row for a query that sees no key.
 //
+// Where every candidate key is visible (no key padding or memory mask), a
+// query's logits are computed once into a row of scratch. For
+// window_attention and attention they are accumulated a key channel at a
+// time over a transposed copy of the keys (K^T, with the cache in front),
+// so that the innermost loop runs over consecutive keys and vectorizes;
+// each logit still sums its channels in order, as the scalar dot product
+// does, so the results are the same bits.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Patterns.h"
@@ -36,6 +44,10 @@ using KeyFn = std::function<Value(OpBuilder &, Location, Value key)>;
 using ValueFn =
     std::function<Value(OpBuilder &, Location, Value key, Value column)>;
 
+/// Writes the logits of the candidate keys [begin, end) into entries
+/// [0, end - begin) of a row of scratch; returns the row.
+using LogitsFn = std::function<Value(OpBuilder &, Location, Value scratch)>;
+
 /// How one query reads its keys.
 struct KeyAccess {
   /// The candidate keys are [begin, end).
@@ -44,8 +56,13 @@ struct KeyAccess {
   KeyFn visible;
   /// The logit of key r: scale * q . k_r plus any bias.
   KeyFn logit;
+  /// Optionally, all the logits at once (the same values as `logit`).
+  LogitsFn logits;
   /// Column j of key r's value row.
   ValueFn value;
+  /// With no `visible`: the scratch row for the logits, `capacity` >= end -
+  /// begin entries (a static bound, or a size the op's operands give).
+  Value capacity;
 };
 
 /// `then()` when `cond` holds, `passthrough` otherwise (an scf.if); just
@@ -81,20 +98,83 @@ Value maxLogit(OpBuilder &b, Location loc, Type elem, const KeyAccess &keys) {
       })[0];
 }
 
-/// Writes `softmax(logits) V` over the visible keys into row `prefix` of
-/// `out` (`dv` columns); the row stays zero when no key is visible.
-Value attendRow(OpBuilder &b, Location loc, Value out, ValueRange prefix,
-                Value dv, const KeyAccess &keys) {
+/// Adds `w * v_r` to row `prefix` of `out` (`dv` columns); returns it.
+Value addWeightedValue(OpBuilder &b, Location loc, Value out, ValueRange prefix,
+                       Value dv, const KeyAccess &keys, Value r, Value w) {
+  return updateRow(b, loc, out, prefix, dv,
+                   [&](OpBuilder &jb, Location jl, Value j, Value old) {
+                     Value vr = keys.value(jb, jl, r, j);
+                     Value weighted = arith::MulFOp::create(jb, jl, w, vr);
+                     return arith::AddFOp::create(jb, jl, old, weighted);
+                   });
+}
+
+/// `softmax(logits) V` over the keys [begin, end), all visible, into row
+/// `prefix` of `out` (zeroed): the logits once into scratch, their max, the
+/// weights exp(logit - max) in place of the logits and their sum, then the
+/// weighted value rows. Returns (out, sum of the weights).
+SmallVector<Value> attendRowAllVisible(OpBuilder &b, Location loc, Value out,
+                                       ValueRange prefix, Value dv,
+                                       const KeyAccess &keys) {
+  Type elem = cast<RankedTensorType>(out.getType()).getElementType();
+  Value zero = indexConst(b, loc, 0);
+  Value count = arith::SubIOp::create(b, loc, keys.end, keys.begin);
+  auto rowType = RankedTensorType::get({ShapedType::kDynamic}, elem);
+  Value row = privateScratch(b, loc, rowType, {keys.capacity});
+  auto key = [&](OpBuilder &kb, Location kl, Value i) -> Value {
+    return arith::AddIOp::create(kb, kl, keys.begin, i);
+  };
+  if (keys.logits) {
+    row = keys.logits(b, loc, row);
+  } else {
+    row = fillRow(b, loc, row, {}, count,
+                  [&](OpBuilder &kb, Location kl, Value i) {
+                    return keys.logit(kb, kl, key(kb, kl, i));
+                  });
+  }
+  Value negInf =
+      floatConst(b, loc, elem, -std::numeric_limits<double>::infinity());
+  Value max =
+      buildLoop(b, loc, zero, count, negInf,
+                [&](OpBuilder &rb, Location l, ValueRange i, ValueRange acc) {
+                  Value logit = extractAt(rb, l, row, i);
+                  return SmallVector<Value>{
+                      arith::MaximumFOp::create(rb, l, acc[0], logit)};
+                })[0];
+  SmallVector<Value> weights = buildLoop(
+      b, loc, zero, count, ValueRange{row, zeroOf(b, loc, elem)},
+      [&](OpBuilder &rb, Location l, ValueRange i, ValueRange iter) {
+        Value shifted =
+            arith::SubFOp::create(rb, l, extractAt(rb, l, iter[0], i), max);
+        Value w = math::ExpOp::create(rb, l, shifted);
+        return SmallVector<Value>{insertAt(rb, l, w, iter[0], i),
+                                  arith::AddFOp::create(rb, l, iter[1], w)};
+      });
+  Value weighted =
+      buildLoop(b, loc, zero, count, out,
+                [&](OpBuilder &rb, Location l, ValueRange i, ValueRange iter) {
+                  Value w = extractAt(rb, l, weights[0], i);
+                  return SmallVector<Value>{addWeightedValue(
+                      rb, l, iter[0], prefix, dv, keys, key(rb, l, i[0]), w)};
+                })[0];
+  return {weighted, weights[1]};
+}
+
+/// The softmax row of attendRow over keys some of which may be hidden: the
+/// largest visible logit, then exp(logit - max) of each visible key (its
+/// logit computed again) summed and times its value row. Returns (out, sum
+/// of the weights).
+SmallVector<Value> visibleKeysRow(OpBuilder &b, Location loc, Value out,
+                                  ValueRange prefix, Value dv,
+                                  const KeyAccess &keys) {
   Type elem = cast<RankedTensorType>(out.getType()).getElementType();
   Value zeroF = zeroOf(b, loc, elem);
-  out = fillRow(b, loc, out, prefix, dv,
-                [&](OpBuilder &, Location, Value) { return zeroF; });
 
   // Pass 1: the largest logit, so that no exp below exceeds 1.
   Value max = maxLogit(b, loc, elem, keys);
 
   // Pass 2: w_r = exp(logit_r - max), sum_r w_r and sum_r w_r v_r.
-  SmallVector<Value> acc = buildLoop(
+  return buildLoop(
       b, loc, keys.begin, keys.end, ValueRange{out, zeroF},
       [&](OpBuilder &rb, Location l, ValueRange r, ValueRange iter) {
         Value visible = keys.visible ? keys.visible(rb, l, r[0]) : Value();
@@ -104,15 +184,23 @@ Value attendRow(OpBuilder &b, Location loc, Value out, ValueRange prefix,
           Value w = math::ExpOp::create(vb, vl, shifted);
           Value sum = arith::AddFOp::create(vb, vl, iter[1], w);
           Value row =
-              updateRow(vb, vl, iter[0], prefix, dv,
-                        [&](OpBuilder &jb, Location jl, Value j, Value old) {
-                          Value vr = keys.value(jb, jl, r[0], j);
-                          Value weighted = arith::MulFOp::create(jb, jl, w, vr);
-                          return arith::AddFOp::create(jb, jl, old, weighted);
-                        });
+              addWeightedValue(vb, vl, iter[0], prefix, dv, keys, r[0], w);
           return SmallVector<Value>{row, sum};
         });
       });
+}
+
+/// Writes `softmax(logits) V` over the visible keys into row `prefix` of
+/// `out` (`dv` columns); the row stays zero when no key is visible.
+Value attendRow(OpBuilder &b, Location loc, Value out, ValueRange prefix,
+                Value dv, const KeyAccess &keys) {
+  Type elem = cast<RankedTensorType>(out.getType()).getElementType();
+  Value zeroF = zeroOf(b, loc, elem);
+  out = fillRow(b, loc, out, prefix, dv,
+                [&](OpBuilder &, Location, Value) { return zeroF; });
+  SmallVector<Value> acc =
+      keys.visible ? visibleKeysRow(b, loc, out, prefix, dv, keys)
+                   : attendRowAllVisible(b, loc, out, prefix, dv, keys);
 
   // The sum is at least 1 (the largest logit's term) when any key is
   // visible, and 0 when none is.
@@ -186,6 +274,95 @@ Value readAfterCache(OpBuilder &b, Location loc, Value cache, Value seq,
   return ifOp.getResult(0);
 }
 
+/// The rows of `cache` (C of them, when given) followed by those of `seq`
+/// (`[lead..., T, e]`), as one tensor `[lead..., C + T, e]`, or transposed,
+/// `[lead..., e, C + T]` (keys laid out for a loop over consecutive keys).
+Value rowsAfterCache(OpBuilder &b, Location loc, Value cache, Value seq,
+                     Value cacheLen, bool transposed) {
+  auto type = cast<RankedTensorType>(seq.getType());
+  int64_t rank = type.getRank();
+  SmallVector<Value> sizes = dimSizes(b, loc, seq);
+  Value width = sizes[rank - 1];
+  Value rows = arith::AddIOp::create(b, loc, cacheLen, sizes[rank - 2]);
+  int64_t staticRows = type.getDimSize(rank - 2);
+  if (cache) {
+    int64_t c = cast<RankedTensorType>(cache.getType()).getDimSize(rank - 2);
+    staticRows = ShapedType::isDynamic(c) || ShapedType::isDynamic(staticRows)
+                     ? ShapedType::kDynamic
+                     : staticRows + c;
+  }
+  SmallVector<int64_t> shape(type.getShape().drop_back(2));
+  SmallVector<Value> outSizes(ArrayRef<Value>(sizes).drop_back(2));
+  int64_t staticWidth = type.getDimSize(rank - 1);
+  if (transposed) {
+    llvm::append_range(shape, ArrayRef<int64_t>{staticWidth, staticRows});
+    llvm::append_range(outSizes, ValueRange{width, rows});
+  } else {
+    llvm::append_range(shape, ArrayRef<int64_t>{staticRows, staticWidth});
+    llvm::append_range(outSizes, ValueRange{rows, width});
+  }
+  auto outType = RankedTensorType::get(shape, type.getElementType());
+  Value out = emptyLike(b, loc, outType, outSizes);
+  SmallVector<Value> ubs(ArrayRef<Value>(sizes).drop_back(2));
+  ubs.push_back(rows);
+  return buildNest(
+      b, loc, ubs, out,
+      [&](OpBuilder &nb, Location l, ValueRange ivs, ValueRange args) {
+        ValueRange lead = ivs.drop_back();
+        Value r = ivs.back();
+        Value zero = indexConst(nb, l, 0);
+        return buildLoop(
+            nb, l, zero, width, args[0],
+            [&](OpBuilder &eb, Location el, ValueRange e, ValueRange iter) {
+              Value x =
+                  readAfterCache(eb, el, cache, seq, lead, cacheLen, r, e[0]);
+              SmallVector<Value> at = concatIndices(
+                  lead, transposed ? ValueRange{e[0], r} : ValueRange{r, e[0]});
+              return SmallVector<Value>{insertAt(eb, el, x, iter[0], at)};
+            });
+      })[0];
+}
+
+/// The logits `scale * (q . k_r) (+ bias(r))` of the keys [begin, end) of
+/// `kT` (`[lead..., d, keys]`) into entries [0, end - begin) of `row`: the
+/// dot products accumulate a channel e at a time over all the keys (each in
+/// the order e = 0, 1, ..., as dotProduct sums), then scale and bias.
+Value logitsOverTransposedKeys(OpBuilder &b, Location loc, Value row, Value kT,
+                               ValueRange lead, Value d, IndexFn query,
+                               Value scale, Value begin, Value end,
+                               const KeyFn &bias) {
+  Type elem = cast<RankedTensorType>(row.getType()).getElementType();
+  Value zero = indexConst(b, loc, 0);
+  Value count = arith::SubIOp::create(b, loc, end, begin);
+  Value zeroF = zeroOf(b, loc, elem);
+  row = fillRow(b, loc, row, {}, count,
+                [&](OpBuilder &, Location, Value) { return zeroF; });
+  row =
+      buildLoop(b, loc, zero, d, row,
+                [&](OpBuilder &eb, Location el, ValueRange e, ValueRange iter) {
+                  Value qe = query(eb, el, e[0]);
+                  return SmallVector<Value>{updateRow(
+                      eb, el, iter[0], {}, count,
+                      [&](OpBuilder &kb, Location kl, Value i, Value old) {
+                        Value r = arith::AddIOp::create(kb, kl, begin, i);
+                        Value k =
+                            extractAt(kb, kl, kT,
+                                      concatIndices(lead, ValueRange{e[0], r}));
+                        Value prod = arith::MulFOp::create(kb, kl, qe, k);
+                        return arith::AddFOp::create(kb, kl, old, prod);
+                      })};
+                })[0];
+  return updateRow(b, loc, row, {}, count,
+                   [&](OpBuilder &kb, Location kl, Value i, Value dot) -> Value {
+                     Value logit = arith::MulFOp::create(kb, kl, scale, dot);
+                     if (!bias)
+                       return logit;
+                     Value r = arith::AddIOp::create(kb, kl, begin, i);
+                     return arith::AddFOp::create(kb, kl, logit,
+                                                  bias(kb, kl, r));
+                   });
+}
+
 /// The position bias of `delta` for head `head`: t5 reads the bias table at
 /// the delta's bucket, alibi gives -slope * delta.
 Value positionBias(OpBuilder &b, Location loc, WindowAttentionOp op, Value head,
@@ -228,6 +405,18 @@ struct WindowAttentionToLoops : OpRewritePattern<WindowAttentionOp> {
                          : indexConst(rewriter, loc, 0);
     Value scale = attentionScale(rewriter, loc, elem, op.getScale(), d);
     Value out = emptyLike(rewriter, loc, outType, vSizes);
+    // The keys transposed and the values, each after its cache.
+    Value kT = rowsAfterCache(rewriter, loc, op.getKCache(), op.getK(),
+                              cacheLen, /*transposed=*/true);
+    Value values =
+        op.getVCache()
+            ? rowsAfterCache(rewriter, loc, op.getVCache(), op.getV(), cacheLen,
+                             /*transposed=*/false)
+            : op.getV();
+    // A query sees at most window + block keys.
+    Value capacity = indexConst(rewriter, loc,
+                                op.getWindowAttr().getInt() +
+                                    op.getBlockAttr().getInt() + 1);
 
     // One query row per (leading index, position p).
     SmallVector<Value> results = buildNest(
@@ -239,29 +428,27 @@ struct WindowAttentionToLoops : OpRewritePattern<WindowAttentionOp> {
           std::tie(keys.begin, keys.end) =
               windowKeyRange(b, l, p, cacheLen, op.getWindowAttr().getInt(),
                              op.getBlockAttr().getInt(), op.getIncludeSelf());
-          keys.logit = [&](OpBuilder &kb, Location kl, Value r) {
-            Value dot = dotProduct(
-                kb, kl, elem, d,
+          KeyFn bias;
+          if (op.getBiasKind() != BiasKind::None)
+            bias = [&](OpBuilder &kb, Location kl, Value r) {
+              // delta = p - (r - C); the heads are the dimension before T.
+              Value delta = arith::SubIOp::create(
+                  kb, kl, arith::AddIOp::create(kb, kl, p, cacheLen), r);
+              return positionBias(kb, kl, op, lead.back(), delta);
+            };
+          keys.logits = [&](OpBuilder &kb, Location kl, Value row) {
+            return logitsOverTransposedKeys(
+                kb, kl, row, kT, lead, d,
                 [&](OpBuilder &eb, Location el, Value e) {
                   return extractAt(eb, el, op.getQ(),
                                    concatIndices(lead, ValueRange{p, e}));
                 },
-                [&](OpBuilder &eb, Location el, Value e) {
-                  return readAfterCache(eb, el, op.getKCache(), op.getK(), lead,
-                                        cacheLen, r, e);
-                });
-            Value logit = arith::MulFOp::create(kb, kl, scale, dot);
-            if (op.getBiasKind() == BiasKind::None)
-              return logit;
-            // delta = p - (r - C); the heads are the dimension before T.
-            Value delta = arith::SubIOp::create(
-                kb, kl, arith::AddIOp::create(kb, kl, p, cacheLen), r);
-            Value bias = positionBias(kb, kl, op, lead.back(), delta);
-            return arith::AddFOp::create(kb, kl, logit, bias).getResult();
+                scale, keys.begin, keys.end, bias);
           };
+          keys.capacity = capacity;
           keys.value = [&](OpBuilder &vb, Location vl, Value r, Value j) {
-            return readAfterCache(vb, vl, op.getVCache(), op.getV(), lead,
-                                  cacheLen, r, j);
+            return extractAt(vb, vl, values,
+                             concatIndices(lead, ValueRange{r, j}));
           };
           return SmallVector<Value>{attendRow(b, l, args[0], ivs, dv, keys)};
         });
@@ -293,6 +480,11 @@ struct AttentionToLoops : OpRewritePattern<AttentionOp> {
     Value out = emptyLike(rewriter, loc, outType, outSizes);
     MaskKind mask = op.getMask();
     Value padding = op.getKeyPadding();
+    bool allVisible = mask != MaskKind::Memory && !padding;
+    Value kT = allVisible ? rowsAfterCache(rewriter, loc, Value(), op.getK(),
+                                           indexConst(rewriter, loc, 0),
+                                           /*transposed=*/true)
+                          : Value();
 
     // One query row per (leading index, query i).
     SmallVector<Value> results = buildNest(
@@ -340,19 +532,27 @@ struct AttentionToLoops : OpRewritePattern<AttentionOp> {
               return visible;
             };
           }
+          auto query = [&](OpBuilder &eb, Location el, Value e) {
+            return extractAt(eb, el, op.getQ(),
+                             concatIndices(lead, ValueRange{i, e}));
+          };
           keys.logit = [&](OpBuilder &kb, Location kl, Value j) {
-            Value dot = dotProduct(
-                kb, kl, elem, d,
-                [&](OpBuilder &eb, Location el, Value e) {
-                  return extractAt(eb, el, op.getQ(),
-                                   concatIndices(lead, ValueRange{i, e}));
-                },
-                [&](OpBuilder &eb, Location el, Value e) {
-                  return extractAt(eb, el, op.getK(),
-                                   concatIndices(lead, ValueRange{j, e}));
-                });
+            Value dot = dotProduct(kb, kl, elem, d, query,
+                                   [&](OpBuilder &eb, Location el, Value e) {
+                                     return extractAt(
+                                         eb, el, op.getK(),
+                                         concatIndices(lead, ValueRange{j, e}));
+                                   });
             return arith::MulFOp::create(kb, kl, scale, dot).getResult();
           };
+          if (allVisible) {
+            keys.logits = [&](OpBuilder &kb, Location kl, Value row) {
+              return logitsOverTransposedKeys(kb, kl, row, kT, lead, d, query,
+                                              scale, keys.begin, keys.end,
+                                              KeyFn());
+            };
+            keys.capacity = tk;
+          }
           keys.value = [&](OpBuilder &vb, Location vl, Value j, Value c) {
             return extractAt(vb, vl, op.getV(),
                              concatIndices(lead, ValueRange{j, c}));
@@ -402,6 +602,7 @@ struct RelAttentionToLoops : OpRewritePattern<RelAttentionOp> {
           KeyAccess keys;
           keys.begin = indexConst(b, l, 0);
           keys.end = arith::AddIOp::create(b, l, queryPos, indexConst(b, l, 1));
+          keys.capacity = keyLen;
           keys.logit = [&](OpBuilder &kb, Location kl, Value j) {
             // S = (q_i + u) . k_j + (q_i + pos_bias) . r[K - 1 - (M + i - j)]
             Value delta = arith::SubIOp::create(kb, kl, queryPos, j);

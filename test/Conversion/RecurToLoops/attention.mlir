@@ -1,29 +1,45 @@
 // RUN: recur-opt %s --convert-recur-to-loops --split-input-file | FileCheck %s --implicit-check-not=recur.
 
 // Causal mask with fewer queries than keys: query i sees the keys
-// 0 .. i + (Tk - Tq), a loop bound; the default scale is 1/sqrt(d). The two
-// softmax passes run over the same range.
+// 0 .. i + (Tk - Tq), a loop bound; the default scale is 1/sqrt(d). Every
+// key is visible, so the logits are accumulated over the transposed keys
+// into a scratch row of Tk entries, then the max, exp and weighted-value
+// passes run over the same range.
 
 // CHECK-LABEL: func.func @attention_causal
 // CHECK-SAME: (%[[Q:[^ ]+]]: tensor<2x3x4xf64>, %[[K:[^ ]+]]: tensor<2x5x4xf64>, %[[V:[^ ]+]]: tensor<2x5x2xf64>)
 // CHECK-DAG: %[[TQ:[^ ]+]] = arith.constant 3 : index
 // CHECK-DAG: %[[TK:[^ ]+]] = arith.constant 5 : index
 // CHECK-DAG: %[[SCALE:[^ ]+]] = arith.constant 5.000000e-01 : f64
+// CHECK: %[[KT:[^ ]+]] = scf.for %[[B0:[^ ]+]] =
+// CHECK:   scf.for %[[J0:[^ ]+]] =
+// CHECK:     scf.for %[[E0:[^ ]+]] =
+// CHECK:       %[[KE0:[^ ]+]] = tensor.extract %[[K]][%[[B0]], %[[J0]], %[[E0]]]
+// CHECK:       tensor.insert %[[KE0]] into %{{.+}}[%[[B0]], %[[E0]], %[[J0]]] : tensor<2x4x5xf64>
 // CHECK: scf.for %[[B:[^ ]+]] =
 // CHECK:   scf.for %[[I:[^ ]+]] =
 // CHECK:     %[[ZERO:[^ ]+]] = arith.constant 0 : index
 // CHECK:     %[[SHIFT:[^ ]+]] = arith.subi %[[TK]], %[[TQ]] : index
 // CHECK:     %[[LASTKEY:[^ ]+]] = arith.addi %[[I]], %[[SHIFT]] : index
 // CHECK:     %[[END:[^ ]+]] = arith.addi %[[LASTKEY]], %{{.+}} : index
-// CHECK:     %[[MAX:[^ ]+]] = scf.for %[[J:[^ ]+]] = %[[ZERO]] to %[[END]] step %{{.+}} iter_args(%[[M:[^ ]+]] = %{{.+}}) -> (f64)
-// CHECK:       %[[DOT:[^ ]+]] = scf.for %[[E:[^ ]+]] =
-// CHECK:         tensor.extract %[[Q]][%[[B]], %[[I]], %[[E]]]
-// CHECK:         tensor.extract %[[K]][%[[B]], %[[J]], %[[E]]]
-// CHECK:       %[[LOGIT:[^ ]+]] = arith.mulf %[[SCALE]], %[[DOT]] : f64
+// CHECK:     %[[COUNT:[^ ]+]] = arith.subi %[[END]], %[[ZERO]] : index
+// CHECK:     bufferization.alloc_tensor(%[[TK]]) : tensor<?xf64>
+// CHECK:     scf.for %[[E:[^ ]+]] =
+// CHECK:       %[[QE:[^ ]+]] = tensor.extract %[[Q]][%[[B]], %[[I]], %[[E]]]
+// CHECK:       scf.for %[[IDX:[^ ]+]] =
+// CHECK:         %[[J:[^ ]+]] = arith.addi %[[ZERO]], %[[IDX]] : index
+// CHECK:         %[[KE:[^ ]+]] = tensor.extract %[[KT]][%[[B]], %[[E]], %[[J]]]
+// CHECK:         arith.mulf %[[QE]], %[[KE]] : f64
+// CHECK:     %[[LOGITS:[^ ]+]] = scf.for
+// CHECK:       arith.mulf %[[SCALE]], %{{.+}} : f64
+// CHECK:     %[[MAX:[^ ]+]] = scf.for %{{.+}} = %{{.+}} to %[[COUNT]] step %{{.+}} iter_args(%[[M:[^ ]+]] = %{{.+}}) -> (f64)
+// CHECK:       %[[LOGIT:[^ ]+]] = tensor.extract %[[LOGITS]]
 // CHECK:       arith.maximumf %[[M]], %[[LOGIT]] : f64
-// CHECK:     scf.for %[[J2:[^ ]+]] = %[[ZERO]] to %[[END]] step
+// CHECK:     %[[WS:[^ ]+]]:2 = scf.for %{{.+}} = %{{.+}} to %[[COUNT]] step
 // CHECK:       %[[SH:[^ ]+]] = arith.subf %{{.+}}, %[[MAX]] : f64
 // CHECK:       math.exp %[[SH]] : f64
+// CHECK:     scf.for %[[IDX2:[^ ]+]] = %{{.+}} to %[[COUNT]] step
+// CHECK:       %[[J2:[^ ]+]] = arith.addi %[[ZERO]], %[[IDX2]] : index
 // CHECK:         tensor.extract %[[V]][%[[B]], %[[J2]], %{{.+}}]
 func.func @attention_causal(%q: tensor<2x3x4xf64>, %k: tensor<2x5x4xf64>,
                             %v: tensor<2x5x2xf64>) -> tensor<2x3x2xf64> {

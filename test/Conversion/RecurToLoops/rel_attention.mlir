@@ -3,7 +3,8 @@
 // The four-term scores computed directly: with M = K - L memory positions,
 // query i sees the keys 0 .. M + i, and the score of key j accumulates the
 // content term (q_i + u) . k_j and the position term (q_i + pos_bias) .
-// r[K - 1 - (M + i - j)] side by side before the scale.
+// r[K - 1 - (M + i - j)] side by side before the scale. The logits go into
+// a scratch row of K entries once; the max and the exp passes read them.
 
 // CHECK-LABEL: func.func @rel_attention
 // CHECK-SAME: (%[[Q:[^ ]+]]: tensor<2x3x4xf32>, %[[K:[^ ]+]]: tensor<2x5x4xf32>, %[[V:[^ ]+]]: tensor<2x5x3xf32>, %[[R:[^ ]+]]: tensor<2x5x4xf32>, %[[U:[^ ]+]]: tensor<2x4xf32>, %[[PB:[^ ]+]]: tensor<2x4xf32>)
@@ -16,7 +17,10 @@
 // CHECK:   scf.for %[[I:[^ ]+]] =
 // CHECK:     %[[QPOS:[^ ]+]] = arith.addi %[[M]], %[[I]] : index
 // CHECK:     %[[END:[^ ]+]] = arith.addi %[[QPOS]], %{{.+}} : index
-// CHECK:     scf.for %[[J:[^ ]+]] = %{{.+}} to %[[END]] step
+// CHECK:     %[[COUNT:[^ ]+]] = arith.subi %[[END]], %{{.+}} : index
+// CHECK:     %[[SCRATCH:[^ ]+]] = bufferization.alloc_tensor(%[[KL]]) : tensor<?xf32>
+// CHECK:     %[[LOGITS:[^ ]+]] = scf.for %[[IDX:[^ ]+]] = %{{.+}} to %[[COUNT]] step %{{.+}} iter_args(%{{.+}} = %[[SCRATCH]])
+// CHECK:       %[[J:[^ ]+]] = arith.addi %{{.+}}, %[[IDX]] : index
 // CHECK:       %[[DELTA:[^ ]+]] = arith.subi %[[QPOS]], %[[J]] : index
 // CHECK:       %[[ROW:[^ ]+]] = arith.subi %[[LASTROW]], %[[DELTA]] : index
 // CHECK:       %[[S:[^ ]+]]:2 = scf.for %[[E:[^ ]+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[AC:[^ ]+]] = %{{.+}}, %[[BD:[^ ]+]] = %{{.+}}) -> (f32, f32)
@@ -34,8 +38,11 @@
 // CHECK:         scf.yield %[[AC1]], %[[BD1]] : f32, f32
 // CHECK:       %[[SCORE:[^ ]+]] = arith.addf %[[S]]#0, %[[S]]#1 : f32
 // CHECK:       %[[LOGIT:[^ ]+]] = arith.mulf %[[SCALE]], %[[SCORE]] : f32
-// CHECK:       arith.maximumf %{{.+}}, %[[LOGIT]] : f32
-// CHECK:     scf.for %{{.+}} = %{{.+}} to %[[END]] step
+// CHECK:       tensor.insert %[[LOGIT]] into %{{.+}}[%[[IDX]]]
+// CHECK:     scf.for %{{.+}} = %{{.+}} to %[[COUNT]] step
+// CHECK:       tensor.extract %[[LOGITS]]
+// CHECK:       arith.maximumf
+// CHECK:     scf.for %{{.+}} = %{{.+}} to %[[COUNT]] step
 // CHECK:       math.exp
 func.func @rel_attention(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>,
                          %v: tensor<2x5x3xf32>, %r: tensor<2x5x4xf32>,
@@ -60,7 +67,8 @@ func.func @rel_attention(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>,
 // CHECK:   scf.for %[[H:[^ ]+]] =
 // CHECK:     scf.for %[[I:[^ ]+]] =
 // CHECK:       %[[QPOS:[^ ]+]] = arith.addi %[[M]], %[[I]] : index
-// CHECK:       scf.for %[[J:[^ ]+]] = %{{.+}} iter_args(%{{.+}}) -> (f64)
+// CHECK:       scf.for %[[IDX:[^ ]+]] = %{{.+}} iter_args(%{{.+}}) -> (tensor<?xf64>)
+// CHECK:         %[[J:[^ ]+]] = arith.addi %{{.+}}, %[[IDX]] : index
 // CHECK:         scf.for %[[E:[^ ]+]] =
 // CHECK:           tensor.extract %[[K]][%[[B]], %[[H]], %[[J]], %[[E]]]
 // CHECK:           tensor.extract %[[R]][%[[H]], %{{.+}}, %[[E]]] : tensor<2x?x4xf64>
