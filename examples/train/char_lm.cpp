@@ -20,6 +20,7 @@
 
 #include "BlockRecurrentBlock.h"
 #include "SlidingWindowBlock.h"
+#include "SlidingWindowWideBlock.h"
 
 #include <algorithm>
 #include <cmath>
@@ -36,12 +37,23 @@ const char *const kDefaultData = "/usr/share/games/fortunes";
 
 const char *const kUsage = R"(usage: recur-train-char [options]
 
-Trains a byte-level language model whose blocks are compiled Block-Recurrent
-or sliding-window layers, then prints the validation loss in bits per byte.
+Trains a byte-level language model whose blocks are compiled sliding-window
+layers, one of them (or all) a Block-Recurrent layer, then prints the
+validation loss in bits per byte.
 
   --variant=block-recurrent|sliding-window
-                       BlockRecurrentBlock or SlidingWindowBlock (default
-                       block-recurrent)
+                       the layers at --recurrent-layer are
+                       BlockRecurrentBlock, or SlidingWindowWideBlock (no
+                       state, a wider MLP: the same size); the others are
+                       SlidingWindowBlock (default block-recurrent)
+  --match=params|dims   what the sliding-window model matches in the
+                       recurrent block's place: its parameter count, with
+                       SlidingWindowWideBlock (default), or its dimensions
+                       (the paper's comparison), with SlidingWindowBlock
+  --recurrent-layer=N|all
+                       which block is the recurrent one, from 0 at the
+                       bottom, or every block (default: the top one, as the
+                       paper's layer 10 of 12)
   --data=PATH          a text file, or a directory whose files (without
                        .dat and .u8) are concatenated in name order
                        (default /usr/share/games/fortunes, Debian package
@@ -129,22 +141,42 @@ void addWindow(const std::string &text, int64_t offset, int64_t time,
 
 int main(int argc, char **argv) {
   Options opts(argc, argv, {"help", "eval-only", "stream"},
-               {"variant", "data", "seed", "steps", "batch", "seq", "layers",
-                "lr", "warmup", "weight-decay", "eval-windows", "log-every",
-                "threads", "save", "load"});
+               {"variant", "match", "recurrent-layer", "data", "seed", "steps",
+                "batch", "seq", "layers", "lr", "warmup", "weight-decay",
+                "eval-windows", "log-every", "threads", "save", "load"});
   if (opts.has("help")) {
     std::fputs(kUsage, stdout);
     return 0;
   }
   std::string variant = opts.get("variant", "block-recurrent");
-  const recur_layer_desc *block = nullptr;
+  const recur_layer_desc *special = nullptr;
   if (variant == "block-recurrent")
-    block = recur_BlockRecurrentBlock_layer();
+    special = recur_BlockRecurrentBlock_layer();
   else if (variant == "sliding-window")
-    block = recur_SlidingWindowBlock_layer();
+    special = recur_SlidingWindowWideBlock_layer();
   else
     fatal("--variant must be block-recurrent or sliding-window, not '" +
           variant + "'");
+  std::string match = opts.get("match", "params");
+  if (match != "params" && match != "dims")
+    fatal("--match must be params or dims, not '" + match + "'");
+  if (variant == "sliding-window" && match == "dims")
+    special = recur_SlidingWindowBlock_layer();
+  int64_t layers = opts.getInt("layers", 2);
+  if (layers < 1)
+    fatal("--layers must be >= 1");
+  std::string where = opts.get("recurrent-layer", std::to_string(layers - 1));
+  ModelConfig config;
+  config.vocab = 256;
+  bool placed = false;
+  for (int64_t b = 0; b < layers; ++b) {
+    bool here = where == "all" || where == std::to_string(b);
+    placed |= here;
+    config.blocks.push_back(here ? special : recur_SlidingWindowBlock_layer());
+  }
+  if (!placed)
+    fatal("--recurrent-layer must be a block from 0 to " +
+          std::to_string(layers - 1) + " or 'all', not '" + where + "'");
 
   uint64_t seed = static_cast<uint64_t>(opts.getInt("seed", 1));
   int64_t steps = opts.getInt("steps", 400);
@@ -158,6 +190,7 @@ int main(int argc, char **argv) {
           ">= 1");
   // Both layers run blocks of W tokens: the recurrent one steps a block at
   // a time, the sliding-window one keeps the last W keys.
+  const recur_layer_desc *block = config.blocks[0];
   int64_t window = 0;
   for (int32_t i = 0; i < block->num_args; ++i)
     if (block->args[i].role == RECUR_ROLE_STATE &&
@@ -178,20 +211,11 @@ int main(int argc, char **argv) {
           " bytes; the validation tenth needs at least --seq + 1 = " +
           std::to_string(seq + 1));
 
-  ModelConfig config;
-  config.block = block;
-  config.vocab = 256;
-  config.layers = opts.getInt("layers", 2);
   Model model(config, seed ^ 0x5eedf00dull);
   std::map<std::string, std::string> metadata = {{"task", "char-lm"},
                                                  {"variant", variant}};
-  std::printf("model: variant %s, %lld x %s (width %lld), vocab %lld, "
-              "%lld params (%lld per block)\n",
-              variant.c_str(), static_cast<long long>(config.layers),
-              block->name, static_cast<long long>(model.width()),
-              static_cast<long long>(config.vocab),
-              static_cast<long long>(model.parameterCount()),
-              static_cast<long long>(model.blockParameterCount()));
+  std::printf("model: variant %s, %s\n", variant.c_str(),
+              model.summary().c_str());
   std::printf("data: %s, %lld bytes (%lld train, %lld validation), "
               "%lld x %lld bytes per step\n",
               dataPath.c_str(), static_cast<long long>(text.size()),

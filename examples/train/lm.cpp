@@ -305,8 +305,21 @@ void Score::add(const Score &other) {
   correct += other.correct;
 }
 
-Model::Model(const ModelConfig &config, uint64_t seed) : config_(config) {
-  const recur_layer_desc *layer = config.block;
+std::string ModelConfig::describe() const {
+  bool uniform = std::all_of(blocks.begin(), blocks.end(),
+                             [&](auto *b) { return b == blocks[0]; });
+  if (uniform && !blocks.empty())
+    return std::to_string(blocks.size()) + " x " + blocks[0]->name;
+  std::string names;
+  for (const recur_layer_desc *block : blocks)
+    names += std::string(names.empty() ? "" : ", ") + block->name;
+  return names;
+}
+
+/// Checks that `layer` is a residual block the model can stack (see
+/// ModelConfig::blocks); returns the index of its input x and sets `width`
+/// to its D.
+static int32_t checkBlock(const recur_layer_desc *layer, int64_t &width) {
   if (!layer)
     fatal("the model has no block layer");
   std::string where = std::string("layer ") + layer->name;
@@ -316,24 +329,22 @@ Model::Model(const ModelConfig &config, uint64_t seed) : config_(config) {
           std::to_string(RECUR_ABI_VERSION));
   if (!layer->backward)
     fatal(where + " has no backward kernel (recurc could not derive it)");
-  if (config.vocab <= 0 || config.layers <= 0)
-    fatal("the model needs a vocabulary and at least one block");
 
   // The block must map x: f32[B, T, D] to y: f32[B, T, D]; its other inputs
   // are per-row flags.
-  xInput_ = -1;
+  int32_t xInput = -1;
   for (int32_t i = 0; i < layer->num_args; ++i) {
     const recur_arg_desc &arg = layer->args[i];
     if (arg.role == RECUR_ROLE_INPUT && std::string(arg.name) == "x")
-      xInput_ = arg.index;
+      xInput = arg.index;
   }
-  if (xInput_ < 0)
+  if (xInput < 0)
     fatal(where + " has no input named 'x'");
   for (int32_t i = 0; i < layer->num_args; ++i) {
     const recur_arg_desc &arg = layer->args[i];
     if (arg.role != RECUR_ROLE_INPUT)
       continue;
-    bool isX = arg.index == xInput_;
+    bool isX = arg.index == xInput;
     bool ok = arg.dtype == RECUR_F32 &&
               (isX ? arg.rank == 3 && arg.shape[0] < 0 && arg.shape[1] < 0 &&
                          arg.shape[2] > 0
@@ -341,18 +352,31 @@ Model::Model(const ModelConfig &config, uint64_t seed) : config_(config) {
     if (!ok)
       fatal(where + ": input '" + arg.name + "' is neither x: f32[B, T, D] " +
             "nor a per-row flag f32[B]");
-    if (isX)
-      width_ = arg.shape[2];
+    if (isX) {
+      if (width > 0 && arg.shape[2] != width)
+        fatal(where + " has width " + std::to_string(arg.shape[2]) +
+              ", the blocks below it " + std::to_string(width));
+      width = arg.shape[2];
+    }
   }
   if (layer->num_outputs != 1)
     fatal(where + " must have exactly one output, y: f32[B, T, D]");
+  return xInput;
+}
+
+Model::Model(const ModelConfig &config, uint64_t seed) : config_(config) {
+  if (config.vocab <= 0 || config.blocks.empty())
+    fatal("the model needs a vocabulary and at least one block");
+  for (const recur_layer_desc *layer : config.blocks)
+    xInput_.push_back(checkBlock(layer, width_));
 
   Rng rng(seed);
   InitRule small{InitRule::Normal, 0.02, 0.0};
-  params_.reserve(4 + config.layers * layer->num_params);
   embed_ = params_.size();
   params_.push_back(makeParam("embed", {config.vocab, width_}, small, rng));
-  for (int64_t b = 0; b < config.layers; ++b) {
+  for (int64_t b = 0; b < config.layers(); ++b) {
+    const recur_layer_desc *layer = config.blocks[b];
+    std::string where = std::string("layer ") + layer->name;
     blockFirstParam_.push_back(params_.size());
     for (int32_t i = 0; i < layer->num_args; ++i) {
       const recur_arg_desc &arg = layer->args[i];
@@ -387,25 +411,38 @@ int64_t Model::parameterCount() const {
   return n;
 }
 
-int64_t Model::blockParameterCount() const {
+int64_t Model::blockParameterCount(size_t block) const {
   int64_t n = 0;
-  for (int32_t i = 0; i < config_.block->num_params; ++i)
-    n += params_[blockFirstParam_[0] + i].numel();
+  for (int32_t i = 0; i < config_.blocks[block]->num_params; ++i)
+    n += params_[blockFirstParam_[block] + i].numel();
   return n;
 }
 
-std::vector<recur_tensor> Model::blockInputs(float *x) {
-  std::vector<recur_tensor> inputs(config_.block->num_inputs);
-  for (int32_t i = 0; i < config_.block->num_inputs; ++i)
-    inputs[i] = i == xInput_ ? activation(x, batch_, time_, width_)
-                             : recur_tensor_contiguous(flags_.data(), RECUR_F32,
-                                                       1, &batch_);
+std::string Model::summary() const {
+  std::string counts;
+  bool uniform = config_.describe().find(" x ") != std::string::npos;
+  for (int64_t b = 0; b < (uniform ? 1 : config_.layers()); ++b)
+    counts += (b ? " + " : "") + std::to_string(blockParameterCount(b));
+  return config_.describe() + " (width " + std::to_string(width_) +
+         "), vocab " + std::to_string(config_.vocab) + ", " +
+         std::to_string(parameterCount()) + " params (" + counts +
+         " per block)";
+}
+
+std::vector<recur_tensor> Model::blockInputs(size_t block, float *x) {
+  int32_t count = config_.blocks[block]->num_inputs;
+  std::vector<recur_tensor> inputs(count);
+  for (int32_t i = 0; i < count; ++i)
+    inputs[i] =
+        i == xInput_[block]
+            ? activation(x, batch_, time_, width_)
+            : recur_tensor_contiguous(flags_.data(), RECUR_F32, 1, &batch_);
   return inputs;
 }
 
 std::vector<recur_tensor> Model::blockParams(size_t block, bool gradients) {
   std::vector<recur_tensor> params;
-  for (int32_t i = 0; i < config_.block->num_params; ++i) {
+  for (int32_t i = 0; i < config_.blocks[block]->num_params; ++i) {
     Param &p = params_[blockFirstParam_[block] + i];
     params.push_back(gradients ? p.gradView() : p.view());
   }
@@ -449,19 +486,19 @@ Score Model::forward(const Batch &input, bool keepForBackward) {
   else
     flags_ = input.starts;
   if (carry_ && states_.empty()) {
-    states_.resize(config_.layers);
-    startStates_.resize(config_.layers);
-    for (int64_t b = 0; b < config_.layers; ++b) {
+    states_.resize(config_.layers());
+    startStates_.resize(config_.layers());
+    for (int64_t b = 0; b < config_.layers(); ++b) {
       std::vector<recur_tensor> params = blockParams(b, false);
-      check(
-          recur_state_create(config_.block, batch, params.data(), &states_[b]),
-          "recur_state_create");
-      check(recur_state_create(config_.block, batch, params.data(),
+      check(recur_state_create(config_.blocks[b], batch, params.data(),
+                               &states_[b]),
+            "recur_state_create");
+      check(recur_state_create(config_.blocks[b], batch, params.data(),
                                &startStates_[b]),
             "recur_state_create");
     }
   }
-  acts_.resize(config_.layers + 1);
+  acts_.resize(config_.layers() + 1);
   for (std::vector<float> &a : acts_)
     a.resize(n * D);
 
@@ -476,8 +513,8 @@ Score Model::forward(const Batch &input, bool keepForBackward) {
     std::copy(embed + tokens[i] * D, embed + (tokens[i] + 1) * D,
               acts_[0].data() + i * D);
   }
-  for (int64_t b = 0; b < config_.layers; ++b) {
-    std::vector<recur_tensor> inputs = blockInputs(acts_[b].data());
+  for (int64_t b = 0; b < config_.layers(); ++b) {
+    std::vector<recur_tensor> inputs = blockInputs(b, acts_[b].data());
     std::vector<recur_tensor> params = blockParams(b, false);
     recur_tensor y = activation(acts_[b + 1].data(), batch, time, D);
     recur_state *state = carry_ ? states_[b] : nullptr;
@@ -492,7 +529,8 @@ Score Model::forward(const Batch &input, bool keepForBackward) {
       check(recur_state_load(startStates_[b], stateBytes_.data(), bytes),
             "recur_state_load");
     }
-    check(recur_forward(config_.block, inputs.data(), params.data(), state, &y),
+    check(recur_forward(config_.blocks[b], inputs.data(), params.data(), state,
+                        &y),
           "recur_forward");
   }
 
@@ -613,17 +651,17 @@ void Model::backward() {
 
   // The blocks, last to first: each gives dL/dx for the block below and
   // the gradients of its own params.
-  for (int64_t b = config_.layers - 1; b >= 0; --b) {
-    std::vector<recur_tensor> inputs = blockInputs(acts_[b].data());
-    std::vector<recur_tensor> gradInputs = blockInputs(dPrev.data());
-    for (int32_t i = 0; i < config_.block->num_inputs; ++i)
-      if (i != xInput_)
+  for (int64_t b = config_.layers() - 1; b >= 0; --b) {
+    std::vector<recur_tensor> inputs = blockInputs(b, acts_[b].data());
+    std::vector<recur_tensor> gradInputs = blockInputs(b, dPrev.data());
+    for (int32_t i = 0; i < config_.blocks[b]->num_inputs; ++i)
+      if (i != xInput_[b])
         gradInputs[i].data = nullptr; // a flag's gradient is not wanted
     std::vector<recur_tensor> params = blockParams(b, false);
     std::vector<recur_tensor> gradParams = blockParams(b, true);
     recur_tensor dy = activation(dx.data(), batch_, time_, D);
     const recur_state *start = carry_ ? startStates_[b] : nullptr;
-    check(recur_backward(config_.block, inputs.data(), params.data(), start,
+    check(recur_backward(config_.blocks[b], inputs.data(), params.data(), start,
                          &dy, nullptr, gradInputs.data(), gradParams.data(),
                          nullptr),
           "recur_backward");
@@ -900,13 +938,19 @@ int64_t jsonIndex(const Json &j) {
 } // namespace
 
 std::map<std::string, std::string> Model::shapeMetadata() const {
-  char id[32];
-  std::snprintf(id, sizeof(id), "%016llx",
-                static_cast<unsigned long long>(config_.block->id));
+  // One name and id per layer, bottom first, joined by commas.
+  std::string names, ids;
+  for (const recur_layer_desc *block : config_.blocks) {
+    char id[32];
+    std::snprintf(id, sizeof(id), "%016llx",
+                  static_cast<unsigned long long>(block->id));
+    names += std::string(names.empty() ? "" : ",") + block->name;
+    ids += std::string(ids.empty() ? "" : ",") + id;
+  }
   return {{"format", "recur-train lm"},
-          {"block", config_.block->name},
-          {"block_id", id},
-          {"layers", std::to_string(config_.layers)},
+          {"block", names},
+          {"block_id", ids},
+          {"layers", std::to_string(config_.layers())},
           {"vocab", std::to_string(config_.vocab)},
           {"width", std::to_string(width_)}};
 }
@@ -984,7 +1028,13 @@ void Model::load(const std::string &path,
   for (const auto &[key, value] : metadata)
     expected[key] = value;
   const Json *meta = root.member("__metadata__");
-  for (const auto &[key, value] : expected) {
+  // The depth first: another depth also lists other blocks.
+  std::vector<std::pair<std::string, std::string>> checks = {
+      {"layers", expected["layers"]}};
+  for (const auto &entry : expected)
+    if (entry.first != "layers")
+      checks.push_back(entry);
+  for (const auto &[key, value] : checks) {
     const Json *found = meta ? meta->member(key) : nullptr;
     if (!found || found->kind != Json::String)
       bad("its metadata lack '" + key + "' (expected '" + value + "')");

@@ -105,14 +105,18 @@ struct Param {
 // The model
 //===----------------------------------------------------------------------===//
 
-/// The shape of a model. The block's own sizes (width, FFN, window...) are
-/// compile-time in its spec; `vocab` and `layers` are chosen here.
+/// The shape of a model. The blocks' own sizes (width, FFN, window...) are
+/// compile-time in their specs; the vocabulary and the stack are chosen here.
 struct ModelConfig {
-  /// The compiled residual block: input x f32[B, T, D], output y
-  /// f32[B, T, D], and any other input a per-row start flag f32[B].
-  const recur_layer_desc *block = nullptr;
+  /// The compiled residual block of each layer, bottom first: input x
+  /// f32[B, T, D], output y f32[B, T, D] (the same D for all), and any
+  /// other input a per-row start flag f32[B]. A layer may repeat.
+  std::vector<const recur_layer_desc *> blocks;
   int64_t vocab = 0;
-  int64_t layers = 1;
+
+  int64_t layers() const { return static_cast<int64_t>(blocks.size()); }
+  /// "N x Name" for a stack of one block, else the names bottom first.
+  std::string describe() const;
 };
 
 /// One batch: tokens and targets [batch, time], row-major.
@@ -154,8 +158,12 @@ public:
   int64_t width() const { return width_; }
   std::vector<Param> &params() { return params_; }
   int64_t parameterCount() const;
-  /// Parameters of one block (the compiled layer's params).
-  int64_t blockParameterCount() const;
+  /// Parameters of block `block` (its compiled layer's params).
+  int64_t blockParameterCount(size_t block) const;
+  /// "2 x Name (width 64), vocab 256, 201632 params (84368 per block)"; for
+  /// a stack of different blocks, their names and counts bottom first
+  /// ("A, B (width 64), ..., (73000 + 84368 per block)").
+  std::string summary() const;
 
   /// Without carried states (the default), every forward() starts the
   /// blocks from their init rules. With them, each block keeps its state
@@ -188,8 +196,8 @@ public:
 
 private:
   std::map<std::string, std::string> shapeMetadata() const;
-  /// The block's inputs with `x` [B, T, D] as x and the row flags.
-  std::vector<recur_tensor> blockInputs(float *x);
+  /// Block `block`'s inputs with `x` [B, T, D] as x and the row flags.
+  std::vector<recur_tensor> blockInputs(size_t block, float *x);
   /// Views of block `block`'s params, or of their gradients.
   std::vector<recur_tensor> blockParams(size_t block, bool gradients);
   void dropStates();
@@ -199,7 +207,7 @@ private:
   std::vector<Param> params_;
   size_t embed_ = 0, normG_ = 0, normB_ = 0, head_ = 0;
   std::vector<size_t> blockFirstParam_; // per block: its first Param
-  int32_t xInput_ = 0;                  // the index of x among the inputs
+  std::vector<int32_t> xInput_;         // per block: x's index among inputs
 
   // The last forward: sizes, tokens, targets and activations.
   int64_t batch_ = 0, time_ = 0;

@@ -134,20 +134,17 @@ int main(int argc, char **argv) {
           ">= 1, --seq >= 2");
   setThreads(static_cast<int>(opts.getInt("threads", 0)));
 
+  int64_t layers = opts.getInt("layers", 2);
+  if (layers < 1)
+    fatal("--layers must be >= 1");
   ModelConfig config;
-  config.block = block;
+  config.blocks.assign(layers, block);
   config.vocab = task.modulus + 1;
-  config.layers = opts.getInt("layers", 2);
   Model model(config, seed ^ 0x5eedf00dull);
   std::map<std::string, std::string> metadata = {{"task", "memory-horizon"},
                                                  {"variant", variant}};
-  std::printf("model: variant %s, %lld x %s (width %lld), vocab %lld, "
-              "%lld params (%lld per block)\n",
-              variant.c_str(), static_cast<long long>(config.layers),
-              block->name, static_cast<long long>(model.width()),
-              static_cast<long long>(config.vocab),
-              static_cast<long long>(model.parameterCount()),
-              static_cast<long long>(model.blockParameterCount()));
+  std::printf("model: variant %s, %s\n", variant.c_str(),
+              model.summary().c_str());
   std::printf("task: modulus %d, reset probability %g, %lld x %lld tokens "
               "per step\n",
               task.modulus, task.resetProb, static_cast<long long>(batch),
