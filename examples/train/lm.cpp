@@ -305,10 +305,13 @@ void Score::add(const Score &other) {
   correct += other.correct;
 }
 
+bool ModelConfig::uniform() const {
+  return std::all_of(blocks.begin(), blocks.end(),
+                     [&](auto *b) { return b == blocks[0]; });
+}
+
 std::string ModelConfig::describe() const {
-  bool uniform = std::all_of(blocks.begin(), blocks.end(),
-                             [&](auto *b) { return b == blocks[0]; });
-  if (uniform && !blocks.empty())
+  if (uniform() && !blocks.empty())
     return std::to_string(blocks.size()) + " x " + blocks[0]->name;
   std::string names;
   for (const recur_layer_desc *block : blocks)
@@ -420,8 +423,7 @@ int64_t Model::blockParameterCount(size_t block) const {
 
 std::string Model::summary() const {
   std::string counts;
-  bool uniform = config_.describe().find(" x ") != std::string::npos;
-  for (int64_t b = 0; b < (uniform ? 1 : config_.layers()); ++b)
+  for (int64_t b = 0; b < (config_.uniform() ? 1 : config_.layers()); ++b)
     counts += (b ? " + " : "") + std::to_string(blockParameterCount(b));
   return config_.describe() + " (width " + std::to_string(width_) +
          "), vocab " + std::to_string(config_.vocab) + ", " +

@@ -115,6 +115,8 @@ struct ModelConfig {
   int64_t vocab = 0;
 
   int64_t layers() const { return static_cast<int64_t>(blocks.size()); }
+  /// Whether every layer is the same block.
+  bool uniform() const;
   /// "N x Name" for a stack of one block, else the names bottom first.
   std::string describe() const;
 };
