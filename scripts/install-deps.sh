@@ -13,6 +13,9 @@ packages=(
   # English text under /usr/share/games/fortunes: the default training data
   # of recur-train-char (examples/train/char_lm.cpp). The tests do not use it.
   fortunes
+  # The King James Bible and the `bible` program that prints it:
+  # recur-train-char --data=kjv, long documents. The tests do not use it.
+  bible-kjv
 )
 
 missing=()

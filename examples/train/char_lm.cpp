@@ -9,7 +9,11 @@
 //
 // The default text is the Debian package `fortunes`: every file of
 // /usr/share/games/fortunes except the .dat and .u8 indexes, sorted by
-// name and concatenated. The first 90% trains, the last 10% validates.
+// name and concatenated. `--data=kjv` reads the King James Bible instead,
+// as the Debian package bible-kjv's `bible` program prints it, one verse a
+// line after its reference ("Ge1:1 In the beginning ..."): long documents,
+// whose book, chapter and verse numbers lie far beyond a short window.
+// The first 90% trains, the last 10% validates.
 // Each training sequence is a window of --seq bytes at a random offset and
 // starts a new document; with --stream, each batch row reads on where it
 // stopped, the blocks carrying their states from one step to the next.
@@ -28,12 +32,18 @@
 #include <dirent.h>
 #include <fstream>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 using namespace recur::train;
 
 namespace {
 
 const char *const kDefaultData = "/usr/share/games/fortunes";
+
+/// `--data=kjv`: the whole King James Bible from the Debian package
+/// bible-kjv, a verse a line (`-f` puts the reference first, `-l1000` keeps
+/// every verse, at most 535 bytes, on one line).
+const char *const kKjvCommand = "bible -f -l1000 Gen1:1-Rev22:21";
 
 const char *const kUsage = R"(usage: recur-train-char [options]
 
@@ -54,10 +64,12 @@ validation loss in bits per byte.
                        which block is the recurrent one, from 0 at the
                        bottom, or every block (default: the top one, as the
                        paper's layer 10 of 12)
-  --data=PATH          a text file, or a directory whose files (without
+  --data=PATH|kjv      a text file, or a directory whose files (without
                        .dat and .u8) are concatenated in name order
                        (default /usr/share/games/fortunes, Debian package
-                       fortunes)
+                       fortunes); kjv: the King James Bible, a verse a line
+                       after its reference, as `bible -f` of the Debian
+                       package bible-kjv prints it (4.4 MB)
   --seed=N             initialization and batch order (default 1)
   --steps=N            optimizer steps (default 400)
   --batch=N            sequences per step (default 8)
@@ -97,9 +109,30 @@ std::string readFile(const std::string &path) {
                      std::istreambuf_iterator<char>());
 }
 
+/// What `command` prints on its standard output; fatal if it cannot be
+/// run or fails.
+std::string readCommand(const std::string &command, const std::string &hint) {
+  FILE *pipe = popen((command + " 2>/dev/null").c_str(), "r");
+  if (!pipe)
+    fatal("cannot run '" + command + "'" + hint);
+  std::string text;
+  char chunk[1 << 16];
+  size_t got;
+  while ((got = std::fread(chunk, 1, sizeof(chunk), pipe)) > 0)
+    text.append(chunk, got);
+  int status = pclose(pipe);
+  if (status != 0 || text.empty())
+    fatal("'" + command + "' failed" +
+          (WIFEXITED(status) && WEXITSTATUS(status) == 127 ? hint : ""));
+  return text;
+}
+
 /// The text at `path`: the file, or the regular files of the directory in
-/// name order without fortune's .dat and .u8 indexes.
+/// name order without fortune's .dat and .u8 indexes; `kjv` is the King
+/// James Bible.
 std::string readText(const std::string &path) {
+  if (path == "kjv")
+    return readCommand(kKjvCommand, " (install the Debian package bible-kjv)");
   struct stat info;
   if (stat(path.c_str(), &info) != 0)
     fatal("cannot read '" + path + "'" +
