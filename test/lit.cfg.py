@@ -2,6 +2,7 @@
 # lit configuration for the Recur regression suite.
 
 import os
+import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -77,3 +78,14 @@ tools = [
 llvm_config.add_tool_substitutions(
     tools, [config.recur_tools_dir, config.llvm_tools_dir]
 )
+
+# The CUDA toolkit's ptxas and fatbinary, which recurc --target=cuda runs:
+# tests that assemble PTX say REQUIRES: cuda-toolkit. A machine without the
+# toolkit skips them (this project's machines have it).
+_cuda = os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+_ptxas = shutil.which("ptxas") or os.path.join(_cuda, "bin", "ptxas")
+if os.path.exists(_ptxas) and os.path.exists(
+    os.path.join(os.path.dirname(_ptxas), "fatbinary")
+):
+    config.available_features.add("cuda-toolkit")
+    config.environment["CUDA_PATH"] = os.path.dirname(os.path.dirname(_ptxas))

@@ -79,6 +79,10 @@ extern "C" const char *recur_status_name(recur_status status) {
     return "RECUR_ERROR_UNSUPPORTED";
   case RECUR_ERROR_INTERNAL:
     return "RECUR_ERROR_INTERNAL";
+  case RECUR_ERROR_NO_DEVICE:
+    return "RECUR_ERROR_NO_DEVICE";
+  case RECUR_ERROR_DEVICE:
+    return "RECUR_ERROR_DEVICE";
   }
   return "RECUR_STATUS_UNKNOWN";
 }

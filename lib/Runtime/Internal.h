@@ -3,9 +3,10 @@
 // Part of the Recur project.
 //
 // What the runtime's source files share: error reporting, the tracked
-// allocator behind the kernels' buffers, strided element copies, layer
-// descriptor checks and the definition of `recur_state`. Nothing here is
-// part of the public API (include/recur/Runtime/recur_rt.h).
+// allocator behind the kernels' buffers, the device error of generated host
+// code, strided element copies, layer descriptor checks and the definition
+// of `recur_state`. Nothing here is part of the public API
+// (include/recur/Runtime/recur_rt.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -113,6 +114,15 @@ public:
 private:
   std::vector<void *> buffers;
 };
+
+//===----------------------------------------------------------------------===//
+// CUDA devices (Cuda.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Returns and clears the first failure of the generated host code's mgpu*
+/// calls on this thread (RECUR_OK when there was none), its message in
+/// `message` (unless NULL). recur_cuda_take_error is this for C callers.
+recur_status takeDeviceError(std::string *message);
 
 //===----------------------------------------------------------------------===//
 // Tensors and elements (Tensor.cpp)

@@ -135,17 +135,7 @@ void addPackedWorkspace(llvm::Module &module, llvm::Function &bound,
 
 } // namespace
 
-FailureOr<std::unique_ptr<llvm::Module>>
-mlir::recur::lowerToLLVMIR(ModuleOp module, llvm::LLVMContext &context) {
-  SmallVector<std::string> layers;
-  for (auto func : module.getOps<func::FuncOp>())
-    if (!func.isExternal())
-      layers.push_back(func.getSymName().str());
-
-  PassManager pm(module->getContext());
-  buildCpuLoweringPipeline(pm);
-  if (failed(pm.run(module)))
-    return failure();
+void mlir::recur::stripFrontEndAttributes(ModuleOp module) {
   // The front end's argument attributes (recur.name, recur.role, ...) have
   // served (LayerSignature read them before lowering); LLVM has no use for
   // them.
@@ -163,37 +153,68 @@ mlir::recur::lowerToLLVMIR(ModuleOp module, llvm::LLVMContext &context) {
     for (unsigned i = 0; i < fn.getNumResults(); ++i)
       fn.setResultAttrs(i, keep(fn.getResultAttrs(i)));
   });
+}
 
+SmallVector<std::string> mlir::recur::layerFunctionNames(ModuleOp module) {
+  SmallVector<std::string> layers;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isExternal())
+      layers.push_back(func.getSymName().str());
+  return layers;
+}
+
+LogicalResult mlir::recur::exportLayerEntries(ModuleOp module,
+                                              llvm::Module &llvmModule,
+                                              ArrayRef<std::string> layers,
+                                              bool withWorkspace) {
+  for (const std::string &layer : layers) {
+    llvm::Function *impl = llvmModule.getFunction(layer);
+    if (!impl)
+      return module.emitError()
+             << "layer '" << layer << "' is missing after lowering";
+    addPackedEntry(llvmModule, *impl, layer);
+    if (!withWorkspace)
+      continue;
+    llvm::Function *bound =
+        llvmModule.getFunction((layer + kWorkspaceSuffix).str());
+    if (!bound)
+      return module.emitError() << "the workspace bound of layer '" << layer
+                                << "' is missing after lowering";
+    addPackedWorkspace(llvmModule, *bound, layer);
+  }
+  // The kernel entries are the object's only exports: helpers the lowering
+  // adds (dealloc_helper, outlined OpenMP bodies, GPU module globals) and
+  // constant globals stay private, so any number of layer objects link
+  // into one program. LLVM's own globals (llvm.global_ctors, which loads
+  // the GPU modules) keep their linkage.
+  StringSet<> entries;
+  for (const std::string &layer : layers) {
+    entries.insert(kernelSymbol(layer));
+    if (withWorkspace)
+      entries.insert(workspaceSymbol(layer));
+  }
+  for (llvm::GlobalValue &value : llvmModule.global_values())
+    if (!value.isDeclaration() && !entries.contains(value.getName()) &&
+        !value.getName().starts_with("llvm."))
+      value.setLinkage(llvm::GlobalValue::InternalLinkage);
+  return success();
+}
+
+FailureOr<std::unique_ptr<llvm::Module>>
+mlir::recur::lowerToLLVMIR(ModuleOp module, llvm::LLVMContext &context) {
+  SmallVector<std::string> layers = layerFunctionNames(module);
+  PassManager pm(module->getContext());
+  buildCpuLoweringPipeline(pm);
+  if (failed(pm.run(module)))
+    return failure();
+  stripFrontEndAttributes(module);
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, context, "recur");
   if (!llvmModule)
     return module.emitError("translation to LLVM IR failed"), failure();
-  for (const std::string &layer : layers) {
-    llvm::Function *impl = llvmModule->getFunction(layer);
-    if (!impl)
-      return module.emitError()
-                 << "layer '" << layer << "' is missing after lowering",
-             failure();
-    addPackedEntry(*llvmModule, *impl, layer);
-    llvm::Function *bound =
-        llvmModule->getFunction((layer + kWorkspaceSuffix).str());
-    if (!bound)
-      return module.emitError() << "the workspace bound of layer '" << layer
-                                << "' is missing after lowering",
-             failure();
-    addPackedWorkspace(*llvmModule, *bound, layer);
-  }
-  // The kernel entries are the object's only exports: helpers the lowering
-  // adds (dealloc_helper, outlined OpenMP bodies) and constant globals stay
-  // private, so any number of layer objects link into one program.
-  StringSet<> entries;
-  for (const std::string &layer : layers) {
-    entries.insert(kernelSymbol(layer));
-    entries.insert(workspaceSymbol(layer));
-  }
-  for (llvm::GlobalValue &value : llvmModule->global_values())
-    if (!value.isDeclaration() && !entries.contains(value.getName()))
-      value.setLinkage(llvm::GlobalValue::InternalLinkage);
+  if (failed(exportLayerEntries(module, *llvmModule, layers,
+                                /*withWorkspace=*/true)))
+    return failure();
   return llvmModule;
 }
 

@@ -106,6 +106,53 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm) {
   appendPipeline(pm, kPipeline, "CPU lowering pipeline");
 }
 
+void mlir::recur::buildCudaLoweringPipeline(
+    OpPassManager &pm, const CudaPipelineOptions &options) {
+  // The CPU pipeline's loops, bufferized and deallocated; then every
+  // parallel loop a launch and the rest of the memory work in
+  // single-thread launches (recur-gpu-offload), outlined into kernels. The
+  // kernels go to NVVM (math through libdevice, linked from the toolkit)
+  // before the host's math becomes libm calls, and the host code to the
+  // LLVM dialect with buffers from the generic allocation functions (the
+  // CUDA target points them at device memory) and launches as calls of
+  // the runtime's mgpu* functions.
+  std::string text = "convert-recur-to-loops{mark-parallel},"
+                     "canonicalize,"
+                     "recur-fuse-elementwise,"
+                     "recur-interchange-reductions,"
+                     "canonicalize,"
+                     "cse,"
+                     "one-shot-bufferize{bufferize-function-boundaries "
+                     "function-boundary-type-conversion=identity-layout-map "
+                     "allow-return-allocs-from-loops},"
+                     "convert-linalg-to-parallel-loops,"
+                     "func.func(recur-parallelize-loops),"
+                     "canonicalize,"
+                     "buffer-deallocation-pipeline,"
+                     "convert-bufferization-to-memref,"
+                     "func.func(recur-gpu-offload),"
+                     "gpu-kernel-outlining,"
+                     "cse,";
+  for (const std::string &chip : options.chips)
+    text += "nvvm-attach-target{chip=" + chip +
+            " O=" + std::to_string(options.optLevel) + "},";
+  text += "expand-strided-metadata,"
+          "lower-affine,"
+          "arith-expand,"
+          "convert-complex-to-standard,"
+          "convert-scf-to-cf,"
+          "gpu.module(convert-gpu-to-nvvm),"
+          "finalize-memref-to-llvm{use-generic-functions},"
+          "gpu-to-llvm,"
+          "convert-math-to-llvm,"
+          "convert-math-to-libm,"
+          "convert-to-llvm,"
+          "reconcile-unrealized-casts,"
+          "gpu-module-to-binary{format=isa toolkit=" +
+          options.toolkit + "}";
+  appendPipeline(pm, text, "CUDA lowering pipeline");
+}
+
 LogicalResult mlir::recur::deriveBackwardFunctions(ModuleOp module,
                                                    bool keepAllStates) {
   PassManager pm(module->getContext());
@@ -122,6 +169,13 @@ void mlir::recur::registerRecurPipelines() {
       "Lower recur to the LLVM dialect for the CPU: parallel loops on "
       "OpenMP, buffers from librecur_rt",
       buildCpuLoweringPipeline);
+  PassPipelineRegistration<>(
+      "recur-cuda-to-llvm",
+      "Lower recur to the LLVM dialect for CUDA (sm_90): parallel loops as "
+      "kernel launches, kernels as PTX in gpu.binary ops",
+      [](OpPassManager &pm) {
+        buildCudaLoweringPipeline(pm, CudaPipelineOptions());
+      });
   PassPipelineRegistration<>(
       "recur-reference-to-llvm",
       "Lower recur through the scalar reference loops to the LLVM dialect",

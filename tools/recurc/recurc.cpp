@@ -6,6 +6,8 @@
 // recurc SPEC.recur --target=cpu -o OUTDIR [--layer NAME] [-D ...]
 //     writes OUTDIR/<layer>.o and OUTDIR/<layer>.h for every layer
 // recurc SPEC.recur --target=cpu --emit=llvm|obj|header -o FILE [...]
+// recurc SPEC.recur --target=cuda[:sm_80,sm_90] -o OUTDIR [...]
+// recurc SPEC.recur --target=cuda[:...] --emit=ptx|llvm|obj|header -o FILE
 //
 // Exit status: 0 on success, 1 when the spec has errors (reported as
 // file:line:col: error: with the source line and a caret), the command line
@@ -17,6 +19,7 @@
 #include "recur/Frontend/MLIRGen.h"
 #include "recur/Frontend/Parser.h"
 #include "recur/Target/CpuTarget.h"
+#include "recur/Target/CudaTarget.h"
 #include "recur/Target/LayerSignature.h"
 #include "recur/Target/Pipelines.h"
 #include "recur/Transforms/Passes.h"
@@ -57,7 +60,7 @@ cl::opt<std::string>
                         "<layer>.h"),
                cl::value_desc("path"), cl::init("-"), cl::cat(recurcCategory));
 
-enum class Emit { Default, MLIR, LLVM, Obj, Header };
+enum class Emit { Default, MLIR, LLVM, Obj, Header, PTX };
 cl::opt<Emit> emit(
     "emit", cl::desc("What to produce"), cl::init(Emit::Default),
     cl::values(
@@ -69,19 +72,23 @@ cl::opt<Emit> emit(
                    "one object file with every layer compiled (implies "
                    "--target=cpu; needs -o)"),
         clEnumValN(Emit::Header, "header",
-                   "the C header of each layer (implies --target=cpu)")),
+                   "the C header of each layer (implies --target=cpu)"),
+        clEnumValN(Emit::PTX, "ptx",
+                   "the PTX of every kernel for every chip (implies "
+                   "--target=cuda)")),
     cl::cat(recurcCategory));
 
-enum class Backend { None, CPU };
-cl::opt<Backend>
-    target("target", cl::desc("Compile for a backend"), cl::init(Backend::None),
-           cl::values(clEnumValN(
-               Backend::CPU, "cpu",
-               "x86-64 object code linked with librecur_rt; "
-               "without --emit, -o names a directory that "
-               "receives <layer>.o and <layer>.h (forward, step and, where "
-               "it can be derived, backward)")),
-           cl::cat(recurcCategory));
+cl::opt<std::string> target(
+    "target",
+    cl::desc("Compile for a backend: cpu (x86-64 object code), or cuda, "
+             "cuda:sm_80, cuda:sm_80,sm_90 (host object code launching "
+             "kernels assembled by the CUDA toolkit's ptxas for each chip, "
+             "default sm_90, packed in an embedded fat binary with the PTX "
+             "of the last chip; forward kernels only so far). Without "
+             "--emit, -o names a directory that receives <layer>.o and "
+             "<layer>.h (forward, step and, on the CPU and where it can be "
+             "derived, backward); link with librecur_rt"),
+    cl::value_desc("backend"), cl::cat(recurcCategory));
 
 cl::opt<std::string> glaAlgorithm(
     "gla-algorithm",
@@ -159,12 +166,24 @@ std::string sourceName() {
                           : sys::path::filename(inputFile).str();
 }
 
-/// Lowers every layer of `ir` for the CPU and writes what --emit asks for.
-int compileForCpu(mlir::ModuleOp ir, mlir::MLIRContext &context) {
+/// Lowers every layer of `ir` for the CPU, or for CUDA when `cuda` is set,
+/// and writes what --emit asks for.
+int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
+                     const mlir::recur::CudaTargetOptions *cuda) {
   if (emit == Emit::Obj && outputFile == "-")
     return fail("--emit=obj writes an object file: give it -o FILE");
-  // Each layer's backward beside it, where it can be derived.
-  if (failed(mlir::recur::deriveBackwardFunctions(ir, backwardKeepStates)))
+  if (cuda && emit == Emit::PTX) {
+    llvm::LLVMContext llvmContext;
+    auto lowered =
+        mlir::recur::lowerToCuda(ir, llvmContext, *cuda, /*assemble=*/false);
+    if (failed(lowered))
+      return EXIT_FAILURE;
+    return writeFile(outputFile, [&](raw_ostream &os) { os << lowered->ptx; });
+  }
+  // Each layer's backward beside it, where it can be derived (the CUDA
+  // backend compiles forward kernels only so far).
+  if (!cuda &&
+      failed(mlir::recur::deriveBackwardFunctions(ir, backwardKeepStates)))
     return EXIT_FAILURE;
   std::vector<mlir::recur::LayerSignature> signatures;
   for (auto func : ir.getOps<mlir::func::FuncOp>()) {
@@ -179,6 +198,9 @@ int compileForCpu(mlir::ModuleOp ir, mlir::MLIRContext &context) {
     signatures.push_back(std::move(*sig));
   }
   std::string targetName = "x86-64 (cpu " + cpuName + ")";
+  if (cuda)
+    targetName = "cuda (" + llvm::join(cuda->chips, ", ") + "; host x86-64 " +
+                 cpuName + ")";
   if (emit == Emit::Header)
     return writeFile(outputFile, [&](raw_ostream &os) {
       for (const auto &sig : signatures)
@@ -213,7 +235,15 @@ int compileForCpu(mlir::ModuleOp ir, mlir::MLIRContext &context) {
 
   for (auto [i, module] : llvm::enumerate(modules)) {
     llvm::LLVMContext llvmContext;
-    auto llvmModule = mlir::recur::lowerToLLVMIR(*module, llvmContext);
+    FailureOr<std::unique_ptr<llvm::Module>> llvmModule = failure();
+    if (cuda) {
+      auto lowered = mlir::recur::lowerToCuda(*module, llvmContext, *cuda,
+                                              /*assemble=*/true);
+      if (succeeded(lowered))
+        llvmModule = std::move(lowered->host);
+    } else {
+      llvmModule = mlir::recur::lowerToLLVMIR(*module, llvmContext);
+    }
     if (failed(llvmModule))
       return EXIT_FAILURE;
     mlir::recur::optimizeModule(**llvmModule, **machine, options.optLevel);
@@ -238,8 +268,9 @@ int compileForCpu(mlir::ModuleOp ir, mlir::MLIRContext &context) {
     return writeFile(outputFile,
                      [&](raw_ostream &os) { os << layers.front().object; });
   if (outputFile == "-")
-    return fail("--target=cpu writes <layer>.o and <layer>.h into a "
-                "directory: give it -o OUTDIR");
+    return fail("--target=" + target +
+                " writes <layer>.o and <layer>.h "
+                "into a directory: give it -o OUTDIR");
   if (std::error_code ec = sys::fs::create_directories(outputFile))
     return fail("cannot create directory '" + outputFile +
                 "': " + ec.message());
@@ -270,7 +301,12 @@ int main(int argc, char **argv) {
       "      include/recur/Runtime/recur_rt.h); link with librecur_rt, "
       "libomp, libm\n"
       "  recurc SPEC.recur --target=cpu --emit=llvm|obj|header -o FILE "
-      "...\n\n"
+      "...\n"
+      "  recurc SPEC.recur --target=cuda[:sm_80,sm_90] -o OUTDIR ...\n"
+      "      the same for NVIDIA GPUs (forward kernels; the CUDA toolkit's\n"
+      "      ptxas and fatbinary are run, CUDA_PATH names the toolkit)\n"
+      "  recurc SPEC.recur --target=cuda[:...] --emit=ptx|llvm|obj|header "
+      "-o FILE ...\n\n"
       "Errors are reported as file:line:col: error: ... with the source line "
       "and a caret;\nthe exit status is 1 when there is any.\n");
 
@@ -284,8 +320,23 @@ int main(int argc, char **argv) {
     if (std::optional<std::string> error = addDefine(options, d))
       return fail(*error);
 
+  // --target: cpu, cuda[:chips], or implied by --emit.
+  std::optional<mlir::recur::CudaTargetOptions> cuda;
+  if (target.getNumOccurrences() && target != "cpu") {
+    cuda.emplace();
+    if (std::optional<std::string> error =
+            mlir::recur::parseCudaTarget(target, *cuda))
+      return fail(*error);
+  } else if (emit == Emit::PTX) {
+    if (target == "cpu")
+      return fail("--emit=ptx needs --target=cuda");
+    cuda.emplace();
+  }
+  if (cuda)
+    cuda->optLevel = std::min(optLevel.getValue(), 3u);
+
   mlir::DialectRegistry registry;
-  mlir::recur::registerCpuTranslations(registry);
+  mlir::recur::registerCudaTranslations(registry);
   mlir::MLIRContext context(registry);
   // The compiler's own diagnostics (errors, and the remark of a layer with
   // no backward) at their places in the spec.
@@ -298,10 +349,11 @@ int main(int argc, char **argv) {
   if (!ir)
     return ioError.empty() ? EXIT_FAILURE : fail(ioError);
 
-  if (emit == Emit::MLIR || (emit == Emit::Default && target == Backend::None))
+  if (emit == Emit::MLIR ||
+      (emit == Emit::Default && !target.getNumOccurrences()))
     return writeFile(outputFile, [&](raw_ostream &os) {
       ir->print(os);
       os << "\n";
     });
-  return compileForCpu(*ir, context);
+  return compileForTarget(*ir, context, cuda ? &*cuda : nullptr);
 }

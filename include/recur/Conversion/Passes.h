@@ -7,6 +7,7 @@
 #ifndef RECUR_CONVERSION_PASSES_H
 #define RECUR_CONVERSION_PASSES_H
 
+#include "recur/Conversion/RecurToGPU/RecurToGPU.h"
 #include "recur/Conversion/RecurToLoops/RecurToLoops.h"
 
 namespace mlir::recur {

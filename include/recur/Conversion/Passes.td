@@ -217,4 +217,50 @@ def RecurWorkspaceBound : Pass<"recur-workspace-bound",
   ];
 }
 
+def RecurGpuOffload : Pass<"recur-gpu-offload", "::mlir::func::FuncOp"> {
+  let summary = "Move the work of a bufferized layer function onto the GPU "
+                "as gpu.launch ops, leaving allocation and control on the "
+                "host";
+  let description = [{
+    Runs where the CPU pipeline would convert parallel loops to OpenMP:
+    after bufferization, `recur-parallelize-loops` and buffer deallocation.
+    The function's memrefs are device memory (its arguments are device
+    pointers, and the host's `memref.alloc` becomes a device allocation when
+    the host code is lowered); the host keeps only what does not read or
+    write them: allocation and deallocation, index arithmetic, and the loops
+    and branches around parallel work (a block-recurrence loop, say). Each
+    op of a host block is then one of:
+
+    - an `scf.parallel` without reductions: one `gpu.launch` of
+      `ceil(N / 256)` blocks of 256 threads over its `N` flattened
+      iterations (each thread recovers its indices, the last dimension
+      fastest, and skips when past the end), guarded by `N > 0`;
+    - a host-level `memref.copy`: the same, as a parallel copy loop;
+    - an `scf.for` or `scf.if` that contains parallel loops, whose bounds
+      and condition the host computes and whose carried values are buffers
+      or integers: kept on the host, its body treated the same way;
+    - anything else that touches memory (sequential loops, loads and
+      stores), and pure ops that use what such ops compute: consecutive
+      ones run together in a single-thread `gpu.launch`. A scalar one of
+      them computes and later device code uses crosses through a
+      one-element buffer.
+
+    Inside launches, a `memref.alloc` of static shape becomes a
+    `memref.alloca` hoisted to the top of the launch body (one private
+    buffer per thread, reused by every iteration), `memref.dealloc` goes,
+    `memref.copy` becomes loops, and nested parallel loops run
+    sequentially in their thread. A buffer of dynamic shape allocated in
+    device code, or host control (a loop bound, an allocation size) that
+    depends on a value device code computes, is an error at its location.
+
+    The launches are outlined into kernels by `gpu-kernel-outlining`.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 #endif // RECUR_CONVERSION_PASSES_TD

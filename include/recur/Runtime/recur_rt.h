@@ -15,6 +15,10 @@
  * runtime aborts its host: bad shapes, null pointers, mismatched dtypes, a
  * state made for another layer or a corrupt saved state are all errors.
  *
+ * CUDA: the calls of the "CUDA devices" section reach the driver through
+ * libcuda.so.1, opened at run time; without it they fail with
+ * RECUR_ERROR_NO_DEVICE and everything else works as before.
+ *
  *===----------------------------------------------------------------------===*/
 
 #ifndef RECUR_RUNTIME_RECUR_RT_H
@@ -47,7 +51,9 @@ typedef enum recur_status {
   RECUR_ERROR_FORMAT = 7, /* a saved state that is truncated or corrupt */
   RECUR_ERROR_ABI = 8,    /* a layer descriptor of another ABI version */
   RECUR_ERROR_UNSUPPORTED = 9, /* e.g. a state init the runtime cannot make */
-  RECUR_ERROR_INTERNAL = 10
+  RECUR_ERROR_INTERNAL = 10,
+  RECUR_ERROR_NO_DEVICE = 11, /* no CUDA driver or no CUDA device */
+  RECUR_ERROR_DEVICE = 12     /* a CUDA driver call failed */
 } recur_status;
 
 /* A fixed name for a status ("RECUR_ERROR_SHAPE"). */
@@ -279,6 +285,120 @@ recur_status recur_backward(const recur_layer_desc *layer,
  * reports what calls actually used. */
 recur_status recur_workspace_size(const recur_layer_desc *layer,
                                   const int64_t *dims, size_t *bytes);
+
+/*===-------------------------------------------------------------------===*
+ * CUDA devices
+ *
+ * The runtime opens the CUDA driver (libcuda.so.1, or the library the
+ * environment variable RECUR_CUDA_DRIVER names) with dlopen at the first
+ * call of this section, initializes it and retains the primary context of
+ * device 0 (or of RECUR_CUDA_DEVICE=N), which every call then makes current
+ * on its thread. Without the driver, or when it finds no device, every call
+ * fails with RECUR_ERROR_NO_DEVICE and a message starting "no CUDA device"
+ * that says why; a failing driver call gives RECUR_ERROR_DEVICE (or
+ * RECUR_ERROR_OUT_OF_MEMORY) with the driver's error name and text
+ * ("recur_cuda_malloc: CUDA_ERROR_OUT_OF_MEMORY (out of memory) ...").
+ *
+ * Device pointers are the driver's (CUdeviceptr), and the handles below are
+ * the driver's own (CUstream, CUmodule, CUfunction), so they can be passed
+ * to code that calls the driver directly.
+ *
+ * Streams: a NULL stream is the default stream, and a copy or memset on it
+ * returns when it is done. On a stream it is queued and the caller waits
+ * with recur_cuda_stream_synchronize (the host memory of a copy must stay
+ * valid until then).
+ *===-------------------------------------------------------------------===*/
+
+typedef struct recur_cuda_stream recur_cuda_stream;     /* a CUstream */
+typedef struct recur_cuda_module recur_cuda_module;     /* a CUmodule */
+typedef struct recur_cuda_function recur_cuda_function; /* a CUfunction */
+
+/* Loads and initializes the driver and the device. Every other call does
+ * this itself; the outcome is kept, so a later call returns the same
+ * failure (with its message) without trying again. */
+recur_status recur_cuda_init(void);
+
+/* The number of devices the driver sees; 0 when the call fails. */
+recur_status recur_cuda_device_count(int32_t *count);
+
+/* The ordinal of the device the runtime runs on. */
+recur_status recur_cuda_get_device(int32_t *ordinal);
+
+typedef struct recur_cuda_device_info {
+  int32_t ordinal;
+  char name[256];
+  int32_t cc_major, cc_minor; /* compute capability */
+  int32_t multiprocessors;
+  uint64_t total_bytes;   /* device memory */
+  int32_t driver_version; /* the CUDA version of the driver: 1000 * major +
+                             10 * minor */
+} recur_cuda_device_info;
+
+/* What device `ordinal` (0 .. count - 1) is. */
+recur_status recur_cuda_device_info_get(int32_t ordinal,
+                                        recur_cuda_device_info *info);
+
+/* Device memory. recur_cuda_malloc of 0 bytes gives NULL; recur_cuda_free
+ * takes NULL or a live buffer of recur_cuda_malloc (or of the generated
+ * code's mgpuMemAlloc) and refuses any other pointer. */
+recur_status recur_cuda_malloc(size_t bytes, void **device_ptr);
+recur_status recur_cuda_free(void *device_ptr);
+
+/* Copies `bytes` bytes host to device, device to host, device to device,
+ * and sets `bytes` bytes to the byte `value` (on `stream`, or NULL). */
+recur_status recur_cuda_memcpy_htod(void *dst, const void *src, size_t bytes,
+                                    recur_cuda_stream *stream);
+recur_status recur_cuda_memcpy_dtoh(void *dst, const void *src, size_t bytes,
+                                    recur_cuda_stream *stream);
+recur_status recur_cuda_memcpy_dtod(void *dst, const void *src, size_t bytes,
+                                    recur_cuda_stream *stream);
+recur_status recur_cuda_memset(void *dst, int value, size_t bytes,
+                               recur_cuda_stream *stream);
+
+/* The device buffers of recur_cuda_malloc and mgpuMemAlloc, counted apart
+ * from the host's (recur_memory_stats_get); NULL is ignored. */
+void recur_cuda_memory_stats_get(recur_memory_stats *stats);
+void recur_cuda_memory_stats_reset_peak(void);
+
+/* Streams. A stream of recur_cuda_stream_create synchronizes with the
+ * default stream as the driver's blocking streams do. Destroying NULL does
+ * nothing; synchronizing NULL waits for the default stream. */
+recur_status recur_cuda_stream_create(recur_cuda_stream **stream);
+recur_status recur_cuda_stream_destroy(recur_cuda_stream *stream);
+recur_status recur_cuda_stream_synchronize(recur_cuda_stream *stream);
+/* Waits for all work on the device. */
+recur_status recur_cuda_synchronize(void);
+
+/* Modules. `image` is PTX text (NUL-terminated; the driver compiles it for
+ * the device) or a cubin or fatbin; a PTX error comes with the driver's
+ * log in the message. Unloading NULL does nothing. */
+recur_status recur_cuda_module_load(const void *image,
+                                    recur_cuda_module **module);
+recur_status recur_cuda_module_unload(recur_cuda_module *module);
+/* The kernel `name` of `module` (RECUR_ERROR_INVALID_ARGUMENT naming it
+ * when there is none); valid until the module is unloaded. */
+recur_status recur_cuda_module_function(recur_cuda_module *module,
+                                        const char *name,
+                                        recur_cuda_function **function);
+
+/* Launches `function` on grid[0] x grid[1] x grid[2] blocks of block[0] x
+ * block[1] x block[2] threads with `shared_bytes` of dynamic shared memory,
+ * on `stream` (NULL: the default stream). `args` holds a pointer to each
+ * kernel parameter, in order (NULL for a kernel without parameters). The
+ * call returns once the kernel is queued. */
+recur_status recur_cuda_launch(recur_cuda_function *function,
+                               const uint32_t grid[3], const uint32_t block[3],
+                               uint32_t shared_bytes, recur_cuda_stream *stream,
+                               void **args);
+
+/* The host code the compiler generates calls MLIR's GPU runtime functions
+ * (mgpuModuleLoad, mgpuLaunchKernel, mgpuMemAlloc, ...), which librecur_rt
+ * defines on the same driver. They return no status: their first failure on
+ * a thread is kept, later work there (module loads, kernel lookups,
+ * allocations, copies, memsets, launches) is skipped, and this call returns
+ * that failure (its message in recur_last_error) and clears it; RECUR_OK
+ * when there was none. */
+recur_status recur_cuda_take_error(void);
 
 #ifdef __cplusplus
 } /* extern "C" */

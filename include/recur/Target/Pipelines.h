@@ -9,6 +9,9 @@
 
 #include "mlir/Support/LLVM.h"
 
+#include <string>
+#include <vector>
+
 namespace mlir {
 class ModuleOp;
 class OpPassManager;
@@ -25,6 +28,26 @@ void buildReferenceLoweringPipeline(OpPassManager &pm);
 /// parallel dimensions of linalg glue on OpenMP, buffers allocated through
 /// librecur_rt. Registered as `recur-cpu-to-llvm`.
 void buildCpuLoweringPipeline(OpPassManager &pm);
+
+/// What the CUDA pipeline compiles the device code for.
+struct CudaPipelineOptions {
+  /// NVVM chips ("sm_80", "sm_90"): one PTX object per chip in each
+  /// gpu.binary.
+  std::vector<std::string> chips = {"sm_90"};
+  /// The CUDA toolkit (its nvvm/libdevice holds the device math library).
+  std::string toolkit = "/usr/local/cuda";
+  /// 0 to 3, for the NVPTX backend.
+  unsigned optLevel = 3;
+};
+
+/// recur to the LLVM dialect for CUDA: the CPU pipeline's loops up to
+/// buffer deallocation, then `recur-gpu-offload`, kernel outlining, the
+/// kernels through NVVM to PTX (one `#gpu.object` of assembly per chip in a
+/// `gpu.binary`), and the host code to the LLVM dialect with launches as
+/// runtime calls and buffers from the generic allocation functions.
+/// Registered as `recur-cuda-to-llvm` (chip sm_90).
+void buildCudaLoweringPipeline(OpPassManager &pm,
+                               const CudaPipelineOptions &options);
 
 /// Adds `F_backward` beside each layer F of `module` that can be
 /// differentiated (recur-derive-backward{allow-missing}: a layer using an op

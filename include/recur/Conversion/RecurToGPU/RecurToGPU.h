@@ -1,0 +1,25 @@
+//===- RecurToGPU.h - offloading bufferized layers to the GPU ---*- C++ -*-===//
+//
+// Part of the Recur project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RECUR_CONVERSION_RECURTOGPU_RECURTOGPU_H
+#define RECUR_CONVERSION_RECURTOGPU_RECURTOGPU_H
+
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+namespace recur {
+
+#define GEN_PASS_DECL_RECURGPUOFFLOAD
+#include "recur/Conversion/Passes.h.inc"
+
+/// Threads per block of the launches recur-gpu-offload makes from parallel
+/// loops.
+constexpr int64_t kGpuThreadsPerBlock = 256;
+
+} // namespace recur
+} // namespace mlir
+
+#endif // RECUR_CONVERSION_RECURTOGPU_RECURTOGPU_H

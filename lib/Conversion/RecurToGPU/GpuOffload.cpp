@@ -1,0 +1,405 @@
+//===- GpuOffload.cpp - bufferized layer functions onto the GPU -----------===//
+//
+// Part of the Recur project.
+//
+// recur-gpu-offload: the host keeps allocation, index arithmetic and the
+// loops around parallel work; parallel loops become launches of 256-thread
+// blocks over their flattened iterations, and the remaining code that
+// touches memory runs in single-thread launches (see Passes.td).
+//
+//===----------------------------------------------------------------------===//
+
+#include "recur/Conversion/RecurToGPU/RecurToGPU.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+namespace mlir::recur {
+#define GEN_PASS_DEF_RECURGPUOFFLOAD
+#include "recur/Conversion/Passes.h.inc"
+} // namespace mlir::recur
+
+using namespace mlir;
+using namespace mlir::recur;
+
+namespace {
+
+/// Where an op of a host block runs.
+enum class Place {
+  /// On the host: allocation, deallocation, index arithmetic, terminators.
+  Host,
+  /// A parallel loop: one launch of many threads.
+  Parallel,
+  /// A host-level copy: one launch of many threads.
+  Copy,
+  /// A loop or branch kept on the host, its body placed op by op.
+  HostControl,
+  /// In a single-thread launch with its neighbours.
+  Device,
+};
+
+bool containsParallelWork(Operation *op) {
+  return op
+      ->walk([](Operation *inner) {
+        return isa<scf::ParallelOp, memref::CopyOp>(inner)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// Types the host may carry through a loop it keeps: buffers and integers.
+bool isHostCarried(Type type) {
+  return isa<BaseMemRefType, IndexType, IntegerType>(type);
+}
+
+/// Builds loops copying `source` into `target` (same shape) at `b`'s
+/// insertion point: one scf.parallel over all dimensions, or a nest of
+/// scf.for when `parallel` is false.
+Operation *buildCopyLoops(OpBuilder &b, Location loc, Value source,
+                          Value target, bool parallel) {
+  auto type = cast<MemRefType>(source.getType());
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  if (type.getRank() == 0) {
+    Value v = memref::LoadOp::create(b, loc, source, ValueRange{});
+    return memref::StoreOp::create(b, loc, v, target, ValueRange{});
+  }
+  SmallVector<Value> lbs, ubs, steps;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    lbs.push_back(zero);
+    ubs.push_back(memref::DimOp::create(b, loc, source, d));
+    steps.push_back(one);
+  }
+  auto body = [&](OpBuilder &nb, Location nl, ValueRange ivs) {
+    Value v = memref::LoadOp::create(nb, nl, source, ivs);
+    memref::StoreOp::create(nb, nl, v, target, ivs);
+  };
+  if (parallel)
+    return scf::ParallelOp::create(b, loc, lbs, ubs, steps, body);
+  scf::LoopNest nest = scf::buildLoopNest(
+      b, loc, lbs, ubs, steps,
+      [&](OpBuilder &nb, Location nl, ValueRange ivs) { body(nb, nl, ivs); });
+  return nest.loops.front();
+}
+
+class GpuOffload : public recur::impl::RecurGpuOffloadBase<GpuOffload> {
+public:
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    // Layer functions are public; private ones are the host's helpers
+    // (the deallocation pipeline's dealloc_helper).
+    if (func.isExternal() || func.isPrivate())
+      return;
+    if (failed(placeBlock(func.getBody().front())) ||
+        failed(offloadBlock(func.getBody().front())))
+      return signalPassFailure();
+    for (gpu::LaunchOp launch : launches)
+      if (failed(finishLaunch(launch)))
+        return signalPassFailure();
+  }
+
+private:
+  DenseMap<Operation *, Place> places;
+  /// Values device code computes: the host cannot read them.
+  DenseSet<Value> deviceValues;
+  /// Host memory: the host's memref.alloca buffers (the deallocation
+  /// pipeline's lists of buffers and ownership flags) and views of them.
+  DenseSet<Value> hostBuffers;
+
+  bool isHostBuffer(Value v) const { return hostBuffers.contains(v); }
+
+  /// Whether `op` or an op nested in it reads or writes device memory
+  /// (anything but host buffers; allocation and deallocation do not
+  /// count). Ops that say nothing of their effects count, except calls
+  /// whose buffers are all host buffers (calls of host helpers).
+  bool touchesDeviceMemory(Operation *op) const {
+    return op
+        ->walk([&](Operation *inner) {
+          if (isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp>(inner))
+            return WalkResult::advance();
+          if (inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+            return WalkResult::advance();
+          if (isa<func::CallOp>(inner))
+            return llvm::all_of(inner->getOperands(),
+                                [&](Value v) {
+                                  return !isa<BaseMemRefType>(v.getType()) ||
+                                         isHostBuffer(v);
+                                })
+                       ? WalkResult::advance()
+                       : WalkResult::interrupt();
+          auto iface = dyn_cast<MemoryEffectOpInterface>(inner);
+          if (!iface)
+            return WalkResult::interrupt();
+          SmallVector<MemoryEffects::EffectInstance> effects;
+          iface.getEffects(effects);
+          for (const MemoryEffects::EffectInstance &e : effects)
+            if (isa<MemoryEffects::Read, MemoryEffects::Write>(e.getEffect()) &&
+                !(e.getValue() && isHostBuffer(e.getValue())))
+              return WalkResult::interrupt();
+          return WalkResult::advance();
+        })
+        .wasInterrupted();
+  }
+  SmallVector<gpu::LaunchOp> launches;
+
+  /// Decides where each op of `block` runs, recursing into host control.
+  LogicalResult placeBlock(Block &block) {
+    for (Operation &op : block) {
+      bool deviceOperand = llvm::any_of(
+          op.getOperands(), [&](Value v) { return deviceValues.contains(v); });
+      Place place = placeOf(op, deviceOperand);
+      if (place == Place::HostControl) {
+        for (Region &region : op.getRegions())
+          for (Block &inner : region)
+            if (failed(placeBlock(inner)))
+              return failure();
+      }
+      if (place != Place::Device && deviceOperand)
+        return op.emitError("cannot run on the GPU: the host needs a value "
+                            "that device code computes here");
+      if (place == Place::Device)
+        for (Value result : op.getResults())
+          deviceValues.insert(result);
+      places[&op] = place;
+    }
+    return success();
+  }
+
+  Place placeOf(Operation &op, bool deviceOperand) {
+    if (op.hasTrait<OpTrait::IsTerminator>() ||
+        isa<memref::AllocOp, memref::DeallocOp>(op))
+      return Place::Host;
+    if (isa<memref::AllocaOp>(op)) {
+      hostBuffers.insert(op.getResult(0));
+      return Place::Host;
+    }
+    // Views of host buffers are host buffers.
+    if (isa<ViewLikeOpInterface>(op) && op.getNumOperands() > 0 &&
+        isHostBuffer(op.getOperand(0)))
+      for (Value result : op.getResults())
+        hostBuffers.insert(result);
+    if (auto loop = dyn_cast<scf::ParallelOp>(op))
+      return loop.getNumResults() == 0 && !deviceOperand ? Place::Parallel
+                                                         : Place::Device;
+    if (isa<memref::CopyOp>(op))
+      return Place::Copy;
+    if (isa<scf::ForOp, scf::IfOp>(op) && !deviceOperand &&
+        (containsParallelWork(&op) || !touchesDeviceMemory(&op)) &&
+        llvm::all_of(op.getResultTypes(), isHostCarried))
+      return Place::HostControl;
+    if (!deviceOperand && op.getNumRegions() == 0 && !touchesDeviceMemory(&op))
+      return Place::Host;
+    return Place::Device;
+  }
+
+  /// Replaces the ops of `block` by launches as placed.
+  LogicalResult offloadBlock(Block &block) {
+    SmallVector<Operation *> group;
+    for (Operation &op : llvm::make_early_inc_range(block)) {
+      Place place = places.lookup(&op);
+      if (place == Place::Device) {
+        group.push_back(&op);
+        continue;
+      }
+      // Host ops between device ops stay before the group's launch (they
+      // never use what the group computes); anything with an order to keep
+      // against device work ends the group.
+      bool ordered = place != Place::Host || isa<memref::DeallocOp>(op) ||
+                     op.hasTrait<OpTrait::IsTerminator>();
+      if (!ordered)
+        continue;
+      if (failed(flushGroup(group)))
+        return failure();
+      switch (place) {
+      case Place::Parallel:
+        if (failed(launchParallel(cast<scf::ParallelOp>(op))))
+          return failure();
+        break;
+      case Place::Copy: {
+        auto copy = cast<memref::CopyOp>(op);
+        OpBuilder b(copy);
+        auto loop = cast<scf::ParallelOp>(buildCopyLoops(
+            b, copy.getLoc(), copy.getSource(), copy.getTarget(), true));
+        copy.erase();
+        if (failed(launchParallel(loop)))
+          return failure();
+        break;
+      }
+      case Place::HostControl:
+        for (Region &region : op.getRegions())
+          for (Block &inner : region)
+            if (failed(offloadBlock(inner)))
+              return failure();
+        break;
+      default:
+        break;
+      }
+    }
+    return flushGroup(group);
+  }
+
+  /// Moves `group` (consecutive device ops) into a single-thread launch at
+  /// the position of its last op. Its results used later go through
+  /// one-element buffers.
+  LogicalResult flushGroup(SmallVectorImpl<Operation *> &group) {
+    if (group.empty())
+      return success();
+    Operation *last = group.back();
+    Location loc = last->getLoc();
+    OpBuilder b(last->getBlock(), std::next(last->getIterator()));
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    auto launch = gpu::LaunchOp::create(b, loc, one, one, one, one, one, one);
+    Block &body = launch.getBody().front();
+    b.setInsertionPointToEnd(&body);
+    auto terminator = gpu::TerminatorOp::create(b, loc);
+
+    DenseSet<Operation *> members(group.begin(), group.end());
+    auto inGroup = [&](Operation *user) {
+      for (Operation *o = user; o; o = o->getParentOp())
+        if (members.contains(o))
+          return true;
+      return false;
+    };
+    for (Operation *op : group)
+      op->moveBefore(terminator);
+    // Spill the results used outside through one-element buffers, stored
+    // at the end of the launch and loaded where they are used.
+    for (Operation *op : group) {
+      for (Value result : op->getResults()) {
+        SmallVector<OpOperand *> outside;
+        for (OpOperand &use : result.getUses())
+          if (!inGroup(use.getOwner()))
+            outside.push_back(&use);
+        if (outside.empty())
+          continue;
+        auto bufferType = MemRefType::get({1}, result.getType());
+        if (!MemRefType::isValidElementType(result.getType()))
+          return op->emitError("cannot run on the GPU: a value of type ")
+                 << result.getType() << " crosses between kernels";
+        OpBuilder hb(launch);
+        Value buffer = memref::AllocOp::create(hb, loc, bufferType);
+        Value zero = arith::ConstantIndexOp::create(hb, loc, 0);
+        OpBuilder sb(terminator);
+        memref::StoreOp::create(sb, loc, result, buffer, zero);
+        for (OpOperand *use : outside) {
+          OpBuilder lb(use->getOwner());
+          Value loaded = memref::LoadOp::create(lb, loc, buffer, zero);
+          places[loaded.getDefiningOp()] = Place::Device;
+          use->set(loaded);
+        }
+        Block *host = launch->getBlock();
+        OpBuilder db(host->getTerminator());
+        memref::DeallocOp::create(db, loc, buffer);
+        places[buffer.getDefiningOp()] = Place::Host;
+      }
+    }
+    launches.push_back(launch);
+    group.clear();
+    return success();
+  }
+
+  /// Replaces `loop` by a launch over its flattened iterations.
+  LogicalResult launchParallel(scf::ParallelOp loop) {
+    Location loc = loop.getLoc();
+    OpBuilder b(loop);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value total = arith::ConstantIndexOp::create(b, loc, 1);
+    SmallVector<Value> counts;
+    for (auto [lb, ub, step] : llvm::zip(
+             loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
+      Value span = arith::SubIOp::create(b, loc, ub, lb);
+      Value n = arith::CeilDivSIOp::create(b, loc, span, step);
+      n = arith::MaxSIOp::create(b, loc, n, zero);
+      counts.push_back(n);
+      total = arith::MulIOp::create(b, loc, total, n);
+    }
+    Value threads = arith::ConstantIndexOp::create(b, loc, kGpuThreadsPerBlock);
+    Value blocks = arith::CeilDivSIOp::create(b, loc, total, threads);
+    Value any =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, total, zero);
+    auto guard = scf::IfOp::create(b, loc, any, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(guard.thenBlock());
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    auto launch =
+        gpu::LaunchOp::create(b, loc, blocks, one, one, threads, one, one);
+    Block &body = launch.getBody().front();
+    b.setInsertionPointToEnd(&body);
+    auto terminator = gpu::TerminatorOp::create(b, loc);
+    b.setInsertionPoint(terminator);
+    Value flat = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, launch.getBlockIds().x, threads),
+        launch.getThreadIds().x);
+    Value inRange =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, flat, total);
+    auto inside = scf::IfOp::create(b, loc, inRange, false);
+    b.setInsertionPointToStart(inside.thenBlock());
+    // The last dimension varies fastest, so neighbouring threads touch
+    // neighbouring elements of row-major buffers.
+    IRMapping mapping;
+    Value rest = flat;
+    unsigned rank = loop.getNumLoops();
+    SmallVector<Value> indices(rank);
+    for (unsigned k = rank; k-- > 0;) {
+      Value i = k == 0 ? rest : arith::RemSIOp::create(b, loc, rest, counts[k]);
+      if (k != 0)
+        rest = arith::DivSIOp::create(b, loc, rest, counts[k]);
+      Value scaled = arith::MulIOp::create(b, loc, i, loop.getStep()[k]);
+      indices[k] =
+          arith::AddIOp::create(b, loc, loop.getLowerBound()[k], scaled);
+    }
+    for (unsigned k = 0; k < rank; ++k)
+      mapping.map(loop.getInductionVars()[k], indices[k]);
+    for (Operation &op : loop.getBody()->without_terminator())
+      b.clone(op, mapping);
+    loop.erase();
+    launches.push_back(launch);
+    return success();
+  }
+
+  /// Makes the body of `launch` valid device code: static allocations
+  /// become private buffers at its top, deallocations go, copies become
+  /// loops.
+  LogicalResult finishLaunch(gpu::LaunchOp launch) {
+    Block &body = launch.getBody().front();
+    SmallVector<Operation *> allocs, deallocs, copies;
+    launch.getBody().walk([&](Operation *op) {
+      if (isa<memref::AllocOp>(op))
+        allocs.push_back(op);
+      else if (isa<memref::DeallocOp>(op))
+        deallocs.push_back(op);
+      else if (isa<memref::CopyOp>(op))
+        copies.push_back(op);
+    });
+    for (Operation *op : deallocs)
+      op->erase();
+    for (Operation *op : copies) {
+      auto copy = cast<memref::CopyOp>(op);
+      OpBuilder b(copy);
+      buildCopyLoops(b, copy.getLoc(), copy.getSource(), copy.getTarget(),
+                     /*parallel=*/false);
+      copy.erase();
+    }
+    for (Operation *op : allocs) {
+      auto alloc = cast<memref::AllocOp>(op);
+      if (!alloc.getType().hasStaticShape())
+        return alloc.emitError("cannot run on the GPU yet: a buffer of "
+                               "dynamic shape ")
+               << alloc.getType() << " allocated inside device code";
+      OpBuilder b(&body, body.begin());
+      auto alloca = memref::AllocaOp::create(b, alloc.getLoc(), alloc.getType(),
+                                             alloc.getAlignmentAttr());
+      alloc.replaceAllUsesWith(alloca.getResult());
+      alloc.erase();
+    }
+    return success();
+  }
+};
+
+} // namespace

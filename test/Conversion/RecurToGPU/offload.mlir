@@ -1,0 +1,162 @@
+// RUN: recur-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(func.func(recur-gpu-offload))' \
+// RUN:   | FileCheck %s
+
+// A two-dimensional parallel loop becomes one launch of 256-thread blocks
+// over its flattened iterations, guarded by there being any; each thread
+// recovers its indices, the last dimension fastest, and skips past the end.
+
+// CHECK-LABEL: func.func @parallel
+// CHECK-SAME: (%[[X:.*]]: memref<?x8xf32>)
+// CHECK: %[[N0:.*]] = arith.maxsi
+// CHECK: %[[N1:.*]] = arith.maxsi
+// CHECK: %[[TOTAL:.*]] = arith.muli %{{.*}}, %[[N1]]
+// CHECK: %[[C256:.*]] = arith.constant 256 : index
+// CHECK: %[[BLOCKS:.*]] = arith.ceildivsi %[[TOTAL]], %[[C256]]
+// CHECK: %[[ANY:.*]] = arith.cmpi sgt, %[[TOTAL]]
+// CHECK: scf.if %[[ANY]] {
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[BLOCKS]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C256]],
+// CHECK: %[[FLAT:.*]] = arith.addi
+// CHECK: %[[IN:.*]] = arith.cmpi slt, %[[FLAT]], %[[TOTAL]]
+// CHECK: scf.if %[[IN]] {
+// CHECK: %[[J:.*]] = arith.remsi %[[FLAT]], %[[N1]]
+// CHECK: %[[I:.*]] = arith.divsi %[[FLAT]], %[[N1]]
+// CHECK: memref.load %[[X]]
+// CHECK: arith.mulf
+// CHECK: memref.store
+// CHECK: gpu.terminator
+// CHECK-NOT: scf.parallel
+// CHECK: return
+func.func @parallel(%x: memref<?x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %n = memref.dim %x, %c0 : memref<?x8xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%n, %c8) step (%c1, %c1) {
+    %v = memref.load %x[%i, %j] : memref<?x8xf32>
+    %w = arith.mulf %v, %v : f32
+    memref.store %w, %x[%i, %j] : memref<?x8xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A sequential loop around parallel work (a block recurrence) stays on the
+// host and launches once per iteration; a sequential update of the carried
+// buffer runs in a single-thread launch; the host's buffers stay host
+// allocations, their copies become parallel copy launches, and a buffer
+// allocated in device code becomes a private one at the top of its launch.
+
+// CHECK-LABEL: func.func @blocks
+// CHECK: %[[S:.*]] = memref.alloc() : memref<16xf32>
+// CHECK: scf.for %[[B:.*]] = {{.*}} {
+// CHECK:   scf.if
+// CHECK:     gpu.launch
+// CHECK:       memref.alloca() : memref<4xf32>
+// CHECK:       memref.load
+// CHECK-NOT:   memref.dealloc
+// CHECK:       gpu.terminator
+// CHECK:   %[[ONE:.*]] = arith.constant 1 : index
+// CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %[[ONE]], {{.*}} = %[[ONE]], {{.*}} = %[[ONE]]) threads({{.*}}) in ({{.*}} = %[[ONE]], {{.*}} = %[[ONE]], {{.*}} = %[[ONE]])
+// CHECK:     scf.for
+// CHECK:       memref.store
+// CHECK:     gpu.terminator
+// CHECK: %[[COPY:.*]] = memref.alloc() : memref<16xf32>
+// CHECK: gpu.launch
+// CHECK:   memref.load %[[S]]
+// CHECK:   memref.store %{{.*}}, %[[COPY]]
+// CHECK: memref.dealloc %[[S]]
+// CHECK-NOT: memref.copy
+func.func @blocks(%x: memref<?x16xf32>) -> memref<16xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %zero = arith.constant 0.0 : f32
+  %n = memref.dim %x, %c0 : memref<?x16xf32>
+  %s = memref.alloc() : memref<16xf32>
+  scf.for %b = %c0 to %n step %c1 {
+    scf.parallel (%j) = (%c0) to (%c16) step (%c1) {
+      %t = memref.alloc() : memref<4xf32>
+      %v = memref.load %x[%b, %j] : memref<?x16xf32>
+      memref.store %v, %t[%c0] : memref<4xf32>
+      %u = memref.load %t[%c0] : memref<4xf32>
+      memref.store %u, %s[%j] : memref<16xf32>
+      memref.dealloc %t : memref<4xf32>
+      scf.reduce
+    }
+    scf.for %k = %c1 to %c16 step %c1 {
+      %p = arith.subi %k, %c1 : index
+      %a = memref.load %s[%p] : memref<16xf32>
+      %c = memref.load %s[%k] : memref<16xf32>
+      %d = arith.addf %a, %c : f32
+      memref.store %d, %s[%k] : memref<16xf32>
+    }
+  }
+  %copy = memref.alloc() : memref<16xf32>
+  memref.copy %s, %copy : memref<16xf32> to memref<16xf32>
+  memref.dealloc %s : memref<16xf32>
+  return %copy : memref<16xf32>
+}
+
+// -----
+
+// A scalar one single-thread launch computes and a later parallel loop
+// uses crosses through a one-element buffer.
+
+// CHECK-LABEL: func.func @spill
+// CHECK: %[[BUF:.*]] = memref.alloc() : memref<1xf32>
+// CHECK: gpu.launch
+// CHECK:   %[[SUM:.*]] = scf.for
+// CHECK:   memref.store %[[SUM]], %[[BUF]]
+// CHECK:   gpu.terminator
+// CHECK: gpu.launch
+// CHECK:   %[[V:.*]] = memref.load %[[BUF]]
+// CHECK:   memref.store %[[V]]
+// CHECK: memref.dealloc %[[BUF]]
+func.func @spill(%x: memref<8xf32>, %y: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  %sum = scf.for %i = %c0 to %c8 step %c1 iter_args(%acc = %zero) -> f32 {
+    %v = memref.load %x[%i] : memref<8xf32>
+    %a = arith.addf %acc, %v : f32
+    scf.yield %a : f32
+  }
+  scf.parallel (%j) = (%c0) to (%c8) step (%c1) {
+    memref.store %sum, %y[%j] : memref<8xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// What the host would need from device code, and device buffers of dynamic
+// shape, are errors at their place.
+
+func.func @host_needs_device_value(%x: memref<8xindex>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.load %x[%c0] : memref<8xindex>
+  // expected-error @+1 {{cannot run on the GPU: the host needs a value that device code computes here}}
+  %buf = memref.alloc(%n) : memref<?xf32>
+  memref.dealloc %buf : memref<?xf32>
+  return
+}
+
+// -----
+
+func.func @dynamic_private(%x: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %x, %c0 : memref<?xf32>
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    // expected-error @+1 {{cannot run on the GPU yet: a buffer of dynamic shape 'memref<?xf32>' allocated inside device code}}
+    %t = memref.alloc(%n) : memref<?xf32>
+    memref.dealloc %t : memref<?xf32>
+    scf.reduce
+  }
+  return
+}
