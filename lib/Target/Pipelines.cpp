@@ -31,6 +31,27 @@ void ensurePassesRegistered() {
   (void)registered;
 }
 
+/// The CPU and CUDA pipelines' common start: recur to loops (those of
+/// independent iterations tagged), elementwise glue fused on tensors,
+/// contractions with their contiguous output dimension innermost,
+/// bufferization, the tagged loops and linalg's parallel dimensions as
+/// scf.parallel, buffers deallocated.
+constexpr const char *kBufferizedLoops =
+    "convert-recur-to-loops{mark-parallel},"
+    "canonicalize,"
+    "recur-fuse-elementwise,"
+    "recur-interchange-reductions,"
+    "canonicalize,"
+    "cse,"
+    "one-shot-bufferize{bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map "
+    "allow-return-allocs-from-loops},"
+    "convert-linalg-to-parallel-loops,"
+    "func.func(recur-parallelize-loops),"
+    "canonicalize,"
+    "buffer-deallocation-pipeline,"
+    "convert-bufferization-to-memref,";
+
 /// Appends the textual pipeline `text` to `pm`.
 void appendPipeline(OpPassManager &pm, StringRef text, StringRef what) {
   ensurePassesRegistered();
@@ -77,21 +98,8 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm) {
   // rest of memref before scf becomes cf, which it needs. Once every buffer
   // is a memref.alloc, each layer F gets F_workspace, the bound on what its
   // buffers hold at once (recur_workspace_size).
-  static constexpr const char *kPipeline =
-      "convert-recur-to-loops{mark-parallel},"
-      "canonicalize,"
-      "recur-fuse-elementwise,"
-      "recur-interchange-reductions,"
-      "canonicalize,"
-      "cse,"
-      "one-shot-bufferize{bufferize-function-boundaries "
-      "function-boundary-type-conversion=identity-layout-map "
-      "allow-return-allocs-from-loops},"
-      "convert-linalg-to-parallel-loops,"
-      "func.func(recur-parallelize-loops),"
-      "canonicalize,"
-      "buffer-deallocation-pipeline,"
-      "convert-bufferization-to-memref,"
+  static const std::string kPipeline =
+      std::string(kBufferizedLoops) +
       "recur-workspace-bound,"
       "convert-scf-to-openmp,"
       "expand-strided-metadata,"
@@ -116,20 +124,7 @@ void mlir::recur::buildCudaLoweringPipeline(
   // LLVM dialect with buffers from the generic allocation functions (the
   // CUDA target points them at device memory) and launches as calls of
   // the runtime's mgpu* functions.
-  std::string text = "convert-recur-to-loops{mark-parallel},"
-                     "canonicalize,"
-                     "recur-fuse-elementwise,"
-                     "recur-interchange-reductions,"
-                     "canonicalize,"
-                     "cse,"
-                     "one-shot-bufferize{bufferize-function-boundaries "
-                     "function-boundary-type-conversion=identity-layout-map "
-                     "allow-return-allocs-from-loops},"
-                     "convert-linalg-to-parallel-loops,"
-                     "func.func(recur-parallelize-loops),"
-                     "canonicalize,"
-                     "buffer-deallocation-pipeline,"
-                     "convert-bufferization-to-memref,"
+  std::string text = std::string(kBufferizedLoops) +
                      "func.func(recur-gpu-offload),"
                      "gpu-kernel-outlining,"
                      "cse,";
