@@ -453,10 +453,17 @@ std::string mlir::recur::emitLayerHeader(const LayerSignature &sig,
   os << "#ifndef " << guard << "\n#define " << guard << "\n\n";
   os << "#include \"recur/Runtime/recur_rt.h\"\n\n";
   os << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
-  os << "/* The kernel in " << L << ".o; call it through the functions "
-     << "below. */\nvoid " << kernelSymbol(L)
-     << "(int64_t *in, int64_t *out);\n"
-     << "int64_t " << workspaceSymbol(L) << "(int64_t *in, int64_t threads);\n";
+  if (sig.deviceKernel)
+    os << "/* The kernel in " << L << ".o, for CUDA: every buffer in `in` and "
+       << "`out` is\n * device memory. recur_forward and the functions below "
+       << "cannot run it yet\n * (the descriptor has no kernel). */\nvoid "
+       << kernelSymbol(L) << "(int64_t *in, int64_t *out);\n";
+  else
+    os << "/* The kernel in " << L << ".o; call it through the functions "
+       << "below. */\nvoid " << kernelSymbol(L)
+       << "(int64_t *in, int64_t *out);\n"
+       << "int64_t " << workspaceSymbol(L)
+       << "(int64_t *in, int64_t threads);\n";
   if (sig.hasBackward)
     os << "void " << backwardSymbol(L) << "(int64_t *in, int64_t *out);\n";
   os << "\n";
@@ -482,8 +489,10 @@ std::string mlir::recur::emitLayerHeader(const LayerSignature &sig,
      << ", " << sig.numParams << ", " << sig.numStates << ", " << sig.numOutputs
      << ", " << sig.args.size() << ", recur_" << L << "_args_, "
      << sig.results.size() << ", recur_" << L << "_results_, "
-     << kernelSymbol(L) << ", " << workspaceSymbol(L) << ", "
-     << (sig.hasBackward ? backwardSymbol(L) : std::string("0")) << "};\n\n";
+     << (sig.deviceKernel ? std::string("0, 0")
+                          : kernelSymbol(L) + ", " + workspaceSymbol(L))
+     << ", " << (sig.hasBackward ? backwardSymbol(L) : std::string("0"))
+     << "};\n\n";
 
   std::string in = "const recur_" + L + "_inputs *inputs",
               params = "const recur_" + L + "_params *params",

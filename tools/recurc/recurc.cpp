@@ -193,6 +193,7 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
         mlir::recur::getLayerSignature(func);
     if (failed(sig))
       return EXIT_FAILURE;
+    sig->deviceKernel = cuda != nullptr;
     sig->hasBackward = static_cast<bool>(ir.lookupSymbol(
         (func.getSymName() + mlir::recur::kBackwardSuffix).str()));
     signatures.push_back(std::move(*sig));

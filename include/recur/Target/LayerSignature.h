@@ -66,6 +66,11 @@ struct LayerSignature {
   /// Whether the module has the layer's backward function
   /// (`recur_<layer>_backward_kernel`).
   bool hasBackward = false;
+  /// Whether the kernel takes and returns device buffers (recurc
+  /// --target=cuda): its header declares the kernel but leaves it, and the
+  /// workspace bound it does not have, out of the descriptor, so the
+  /// runtime's calls refuse the layer instead of passing host memory.
+  bool deviceKernel = false;
 };
 
 /// Reads the signature of the layer function `func` (as the front end

@@ -1,0 +1,36 @@
+/* A program linking a layer compiled with recurc --target=cuda and
+ * librecur_rt, run where there is no CUDA driver: every symbol of the
+ * object resolves in the runtime, recur_forward refuses the layer (its
+ * descriptor has no kernel: the kernel takes device buffers), loading the
+ * kernels at startup (a constructor) failed and left "no CUDA device" to
+ * be taken, and the kernel entry called directly does nothing harmful and
+ * leaves the same error again. */
+#include "LRU.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int main(void) {
+  recur_status status = recur_cuda_take_error();
+  printf("startup: %s: %s\n", recur_status_name(status), recur_last_error());
+
+  const recur_layer_desc *layer = recur_LRU_layer();
+  printf("descriptor kernel %s workspace %s\n",
+         layer->kernel ? "set" : "null", layer->workspace ? "set" : "null");
+
+  recur_tensor none[8];
+  memset(none, 0, sizeof(none));
+  status = recur_forward(layer, none, none, NULL, none);
+  printf("recur_forward: %s: %s\n", recur_status_name(status),
+         recur_last_error());
+
+  /* The kernel on null buffers of zero size: no launch can happen. */
+  int64_t in[256], out[256];
+  memset(in, 0, sizeof(in));
+  recur_LRU_kernel(in, out);
+  status = recur_cuda_take_error();
+  printf("kernel: %s: %s\n", recur_status_name(status), recur_last_error());
+  status = recur_cuda_take_error();
+  printf("again: %s\n", recur_status_name(status));
+  return 0;
+}
