@@ -247,11 +247,15 @@ def RecurGpuOffload : Pass<"recur-gpu-offload", "::mlir::func::FuncOp"> {
 
     Inside launches, a `memref.alloc` of static shape becomes a
     `memref.alloca` hoisted to the top of the launch body (one private
-    buffer per thread, reused by every iteration), `memref.dealloc` goes,
-    `memref.copy` becomes loops, and nested parallel loops run
-    sequentially in their thread. A buffer of dynamic shape allocated in
-    device code, or host control (a loop bound, an allocation size) that
-    depends on a value device code computes, is an error at its location.
+    buffer per thread, reused by every iteration); one of dynamic shape
+    whose sizes are defined outside the launch becomes the thread's slice
+    (a `memref.view`) of an i8 pool the host allocates before the launch
+    and frees after it, one slice of the buffer's bytes rounded up to 64 per
+    thread of the grid. `memref.dealloc` goes, `memref.copy` becomes loops,
+    and nested parallel loops run sequentially in their thread. A buffer
+    whose size device code computes, or host control (a loop bound, an
+    allocation size) that depends on a value device code computes, is an
+    error at its location.
 
     The launches are outlined into kernels by `gpu-kernel-outlining`.
   }];

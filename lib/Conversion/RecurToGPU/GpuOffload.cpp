@@ -112,6 +112,8 @@ private:
   /// Host memory: the host's memref.alloca buffers (the deallocation
   /// pipeline's lists of buffers and ownership flags) and views of them.
   DenseSet<Value> hostBuffers;
+  /// The launches made, to finish once every op is placed.
+  SmallVector<gpu::LaunchOp> launches;
 
   bool isHostBuffer(Value v) const { return hostBuffers.contains(v); }
 
@@ -147,7 +149,6 @@ private:
         })
         .wasInterrupted();
   }
-  SmallVector<gpu::LaunchOp> launches;
 
   /// Decides where each op of `block` runs, recursing into host control.
   LogicalResult placeBlock(Block &block) {
@@ -167,24 +168,23 @@ private:
       if (place == Place::Device)
         for (Value result : op.getResults())
           deviceValues.insert(result);
+      // The host's allocas, and views of them, are host buffers.
+      if (isa<memref::AllocaOp>(op) ||
+          (isa<ViewLikeOpInterface>(op) && op.getNumOperands() > 0 &&
+           isHostBuffer(op.getOperand(0))))
+        for (Value result : op.getResults())
+          hostBuffers.insert(result);
       places[&op] = place;
     }
     return success();
   }
 
-  Place placeOf(Operation &op, bool deviceOperand) {
+  Place placeOf(Operation &op, bool deviceOperand) const {
     if (op.hasTrait<OpTrait::IsTerminator>() ||
         isa<memref::AllocOp, memref::DeallocOp>(op))
       return Place::Host;
-    if (isa<memref::AllocaOp>(op)) {
-      hostBuffers.insert(op.getResult(0));
+    if (isa<memref::AllocaOp>(op))
       return Place::Host;
-    }
-    // Views of host buffers are host buffers.
-    if (isa<ViewLikeOpInterface>(op) && op.getNumOperands() > 0 &&
-        isHostBuffer(op.getOperand(0)))
-      for (Value result : op.getResults())
-        hostBuffers.insert(result);
     if (auto loop = dyn_cast<scf::ParallelOp>(op))
       return loop.getNumResults() == 0 && !deviceOperand ? Place::Parallel
                                                          : Place::Device;
@@ -279,10 +279,10 @@ private:
             outside.push_back(&use);
         if (outside.empty())
           continue;
-        auto bufferType = MemRefType::get({1}, result.getType());
         if (!MemRefType::isValidElementType(result.getType()))
           return op->emitError("cannot run on the GPU: a value of type ")
                  << result.getType() << " crosses between kernels";
+        auto bufferType = MemRefType::get({1}, result.getType());
         OpBuilder hb(launch);
         Value buffer = memref::AllocOp::create(hb, loc, bufferType);
         Value zero = arith::ConstantIndexOp::create(hb, loc, 0);
@@ -388,10 +388,11 @@ private:
     }
     for (Operation *op : allocs) {
       auto alloc = cast<memref::AllocOp>(op);
-      if (!alloc.getType().hasStaticShape())
-        return alloc.emitError("cannot run on the GPU yet: a buffer of "
-                               "dynamic shape ")
-               << alloc.getType() << " allocated inside device code";
+      if (!alloc.getType().hasStaticShape()) {
+        if (failed(poolDynamicAlloc(launch, alloc)))
+          return failure();
+        continue;
+      }
       OpBuilder b(&body, body.begin());
       auto alloca = memref::AllocaOp::create(b, alloc.getLoc(), alloc.getType(),
                                              alloc.getAlignmentAttr());
@@ -399,6 +400,74 @@ private:
       alloc.erase();
     }
     return success();
+  }
+
+  /// Replaces `alloc`, of dynamic shape inside `launch`, by each thread's
+  /// slice of one pool the host allocates around the launch: slices of the
+  /// buffer's bytes rounded up to 64, one per thread of the grid, taken
+  /// with memref.view (a row-major buffer like the alloc's). The sizes must
+  /// be known to the host (defined outside the launch): a per-query row of
+  /// attention logits over a runtime number of keys, say.
+  LogicalResult poolDynamicAlloc(gpu::LaunchOp launch, memref::AllocOp alloc) {
+    MemRefType type = alloc.getType();
+    std::optional<int64_t> elementBytes = byteSize(type.getElementType());
+    bool hostSizes = llvm::all_of(alloc.getDynamicSizes(), [&](Value v) {
+      return !launch->isAncestor(v.getParentRegion()->getParentOp());
+    });
+    if (!elementBytes || !hostSizes || !alloc.getSymbolOperands().empty() ||
+        !type.getLayout().isIdentity())
+      return alloc.emitError("cannot run on the GPU yet: a buffer of "
+                             "dynamic shape ")
+             << type << " allocated inside device code";
+    Location loc = alloc.getLoc();
+    // Host: the slice and pool sizes in bytes, the pool around the launch.
+    OpBuilder hb(launch);
+    Value bytes = arith::ConstantIndexOp::create(hb, loc, *elementBytes);
+    unsigned dynamic = 0;
+    for (int64_t size : type.getShape()) {
+      Value extent = ShapedType::isDynamic(size)
+                         ? alloc.getDynamicSizes()[dynamic++]
+                         : arith::ConstantIndexOp::create(hb, loc, size);
+      bytes = arith::MulIOp::create(hb, loc, bytes, extent);
+    }
+    Value align = arith::ConstantIndexOp::create(hb, loc, 64);
+    Value slice = arith::MulIOp::create(
+        hb, loc, arith::CeilDivSIOp::create(hb, loc, bytes, align), align);
+    Value threads = arith::MulIOp::create(hb, loc, launch.getGridSizeX(),
+                                          launch.getBlockSizeX());
+    Value poolBytes = arith::MulIOp::create(hb, loc, slice, threads);
+    auto poolType = MemRefType::get({ShapedType::kDynamic},
+                                    IntegerType::get(alloc.getContext(), 8));
+    Value pool = memref::AllocOp::create(hb, loc, poolType, poolBytes,
+                                         alloc.getAlignmentAttr());
+    OpBuilder after(launch->getBlock(), std::next(launch->getIterator()));
+    memref::DeallocOp::create(after, loc, pool);
+    // Device: this thread's slice.
+    OpBuilder db(alloc);
+    Value thread = arith::AddIOp::create(
+        db, loc,
+        arith::MulIOp::create(db, loc, launch.getBlockIds().x,
+                              launch.getBlockSizeX()),
+        launch.getThreadIds().x);
+    Value shift = arith::MulIOp::create(db, loc, thread, slice);
+    Value view = memref::ViewOp::create(db, loc, type, pool, shift,
+                                        alloc.getDynamicSizes());
+    alloc.replaceAllUsesWith(view);
+    alloc.erase();
+    return success();
+  }
+
+  /// Bytes of one element of a buffer the pool holds.
+  static std::optional<int64_t> byteSize(Type type) {
+    if (isa<IndexType>(type))
+      return 8;
+    if (auto complex = dyn_cast<ComplexType>(type)) {
+      std::optional<int64_t> part = byteSize(complex.getElementType());
+      return part ? std::optional<int64_t>(2 * *part) : std::nullopt;
+    }
+    if (type.isIntOrFloat())
+      return llvm::divideCeil(type.getIntOrFloatBitWidth(), 8);
+    return std::nullopt;
   }
 };
 

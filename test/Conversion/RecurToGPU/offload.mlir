@@ -148,14 +148,63 @@ func.func @host_needs_device_value(%x: memref<8xindex>) {
 
 // -----
 
-func.func @dynamic_private(%x: memref<?xf32>) {
+func.func @size_from_device(%x: memref<?xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %n = memref.dim %x, %c0 : memref<?xf32>
   scf.parallel (%i) = (%c0) to (%n) step (%c1) {
     // expected-error @+1 {{cannot run on the GPU yet: a buffer of dynamic shape 'memref<?xf32>' allocated inside device code}}
-    %t = memref.alloc(%n) : memref<?xf32>
+    %t = memref.alloc(%i) : memref<?xf32>
     memref.dealloc %t : memref<?xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A buffer of dynamic shape allocated by each iteration, of a size the
+// host knows (a row of attention logits over a runtime number of keys), is
+// each thread's slice of one pool the host allocates around the launch:
+// the row's bytes rounded up to 64, times the threads of the grid.
+
+// CHECK-LABEL: func.func @pooled
+// CHECK-SAME: (%[[X:.*]]: memref<?x?xf32>)
+// CHECK: %[[N:.*]] = memref.dim %[[X]], %c0
+// CHECK: %[[M:.*]] = memref.dim %[[X]], %c1
+// CHECK: scf.if
+// CHECK: %[[BYTES:.*]] = arith.muli %{{.*}}, %[[M]]
+// CHECK: %[[SLICE:.*]] = arith.muli %{{.*}}, %[[C64:.*]] :
+// CHECK: %[[THREADS:.*]] = arith.muli %[[GRID:.*]], %[[BLOCK:.*]] :
+// CHECK: %[[POOLBYTES:.*]] = arith.muli %[[SLICE]], %[[THREADS]]
+// CHECK: %[[POOL:.*]] = memref.alloc(%[[POOLBYTES]]) : memref<?xi8>
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in ({{.*}} = %[[GRID]], {{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in ({{.*}} = %[[BLOCK]],
+// The flattened index of the loop, then the thread of the pool slice.
+// CHECK: %[[ID:.*]] = arith.addi %{{.*}}, %[[TX]]
+// CHECK: %[[ID2:.*]] = arith.addi %{{.*}}, %[[TX]]
+// CHECK: %[[SHIFT:.*]] = arith.muli %[[ID2]], %[[SLICE]]
+// CHECK: %[[ROW:.*]] = memref.view %[[POOL]][%[[SHIFT]]][%[[M]]] : memref<?xi8> to memref<?xf32>
+// CHECK: memref.store %{{.*}}, %[[ROW]]
+// CHECK-NOT: memref.dealloc %[[ROW]]
+// CHECK: gpu.terminator
+// CHECK: memref.dealloc %[[POOL]]
+func.func @pooled(%x: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %x, %c0 : memref<?x?xf32>
+  %m = memref.dim %x, %c1 : memref<?x?xf32>
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %row = memref.alloc(%m) : memref<?xf32>
+    scf.for %j = %c0 to %m step %c1 {
+      %v = memref.load %x[%i, %j] : memref<?x?xf32>
+      memref.store %v, %row[%j] : memref<?xf32>
+    }
+    scf.for %j = %c0 to %m step %c1 {
+      %v = memref.load %row[%j] : memref<?xf32>
+      %w = arith.addf %v, %v : f32
+      memref.store %w, %x[%i, %j] : memref<?x?xf32>
+    }
+    memref.dealloc %row : memref<?xf32>
     scf.reduce
   }
   return
