@@ -13,11 +13,18 @@
 // Only the buffers it allocated for this call (tracked and not an argument)
 // are the runtime's to free or adopt, each exactly once.
 //
+// A CUDA layer's kernel takes and returns device buffers: the call copies
+// each argument to device memory, runs the kernel on the copies, and
+// copies each result back into a buffer of the runtime's, so that the rest
+// of the call is the same for both devices.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 
 using namespace recur::rt;
 
@@ -35,6 +42,50 @@ struct MemRef {
   /// The first element, for elements of `dtype`.
   char *first(recur_dtype dtype) const {
     return aligned + offset * static_cast<int64_t>(recur_dtype_size(dtype));
+  }
+};
+
+/// Writes `ref` as descriptor words at `words`, advancing it.
+void putMemRef(int64_t *&words, const MemRef &ref) {
+  words[0] = static_cast<int64_t>(reinterpret_cast<intptr_t>(ref.allocated));
+  words[1] = static_cast<int64_t>(reinterpret_cast<intptr_t>(ref.aligned));
+  words[2] = ref.offset;
+  std::memcpy(words + 3, ref.sizes, ref.rank * sizeof(int64_t));
+  std::memcpy(words + 3 + ref.rank, ref.strides, ref.rank * sizeof(int64_t));
+  words += 3 + 2 * ref.rank;
+}
+
+/// The elements from `ref.aligned` to the last element of `ref` (0 when it
+/// has none): what a copy of its buffer must cover.
+int64_t elementSpan(const MemRef &ref) {
+  int64_t last = ref.offset;
+  for (int32_t d = 0; d < ref.rank; ++d) {
+    if (ref.sizes[d] == 0)
+      return 0;
+    last += (ref.sizes[d] - 1) * ref.strides[d];
+  }
+  return last + 1;
+}
+
+/// A copy of this thread's last error message, to quote in a new one (which
+/// overwrites the buffer recur_last_error() points to).
+std::string lastError() { return recur_last_error(); }
+
+/// Device buffers freed when this goes out of scope.
+struct DeviceBuffers {
+  std::vector<void *> buffers;
+  DeviceBuffers() = default;
+  DeviceBuffers(const DeviceBuffers &) = delete;
+  DeviceBuffers &operator=(const DeviceBuffers &) = delete;
+  ~DeviceBuffers() {
+    for (void *buffer : buffers)
+      recur_cuda_free(buffer);
+  }
+  bool contains(const void *ptr) const {
+    for (void *buffer : buffers)
+      if (buffer == ptr)
+        return true;
+    return false;
   }
 };
 
@@ -107,6 +158,8 @@ private:
   recur_status prepareNextState(size_t result, std::vector<NextBuffer> &next,
                                 BufferList &fresh) const;
   void copyOutputs() const;
+  recur_status runOnDevice(recur_kernel_fn kernel, std::vector<int64_t> &in,
+                           std::vector<int64_t> &out, BufferList &hostResults);
   void commit(const std::vector<NextBuffer> &next, BufferList &fresh);
 
   Context ctx;
@@ -356,6 +409,99 @@ recur_status Call::prepareNextState(size_t result,
   return RECUR_OK;
 }
 
+/// Runs CUDA kernel `kernel` on device copies of the arguments packed in
+/// `in` (row-major buffers: user tensors or their contiguous copies, state
+/// buffers); leaves in `out` the results copied back into tracked host
+/// buffers (in `hostResults` until the call takes them), with their strides
+/// and offsets. Results that share a device buffer share its host copy.
+recur_status Call::runOnDevice(recur_kernel_fn kernel, std::vector<int64_t> &in,
+                               std::vector<int64_t> &out,
+                               BufferList &hostResults) {
+  DeviceBuffers arguments, made;
+  std::vector<int64_t> deviceIn(in.size());
+  const int64_t *cursor = in.data();
+  int64_t *write = deviceIn.data();
+  for (int32_t i = 0; i < layer->num_args; ++i) {
+    const recur_arg_desc &desc = layer->args[i];
+    MemRef ref = popMemRef(cursor, desc.rank);
+    size_t bytes =
+        static_cast<size_t>(elementSpan(ref)) * recur_dtype_size(desc.dtype);
+    void *device = nullptr;
+    if (bytes > 0) {
+      if (recur_status status = recur_cuda_malloc(bytes, &device))
+        return ctx.fail(status, "cannot put '%s' on the device: %s",
+                        nameOr(desc.name), lastError().c_str());
+      arguments.buffers.push_back(device);
+      if (recur_status status =
+              recur_cuda_memcpy_htod(device, ref.aligned, bytes, nullptr))
+        return ctx.fail(status, "cannot copy '%s' to the device: %s",
+                        nameOr(desc.name), lastError().c_str());
+    }
+    ref.allocated = device;
+    ref.aligned = static_cast<char *>(device);
+    putMemRef(write, ref);
+  }
+  kernel(deviceIn.data(), out.data());
+  // What the kernel allocated is freed with the arguments, whatever
+  // happened.
+  std::vector<MemRef> refs;
+  cursor = out.data();
+  for (int32_t i = 0; i < layer->num_results; ++i) {
+    refs.push_back(popMemRef(cursor, layer->results[i].rank));
+    void *buffer = refs.back().allocated;
+    if (buffer && !arguments.contains(buffer) && !made.contains(buffer))
+      made.buffers.push_back(buffer);
+  }
+  if (recur_status status = recur_cuda_take_error()) {
+    return ctx.fail(status, "the CUDA kernel failed: %s", lastError().c_str());
+  }
+  // One host copy per device buffer, covering every result in it.
+  struct Copy {
+    char *device;
+    int64_t bytes;
+    char *host;
+  };
+  std::vector<Copy> copies;
+  for (int32_t i = 0; i < layer->num_results; ++i) {
+    const MemRef &ref = refs[i];
+    int64_t bytes =
+        elementSpan(ref) *
+        static_cast<int64_t>(recur_dtype_size(layer->results[i].dtype));
+    if (bytes == 0 || !ref.aligned)
+      continue;
+    auto it = std::find_if(copies.begin(), copies.end(), [&](const Copy &c) {
+      return c.device == ref.aligned;
+    });
+    if (it == copies.end())
+      copies.push_back({ref.aligned, bytes, nullptr});
+    else
+      it->bytes = std::max(it->bytes, bytes);
+  }
+  for (Copy &copy : copies) {
+    copy.host = static_cast<char *>(
+        trackedAlloc(kAlignment, static_cast<size_t>(copy.bytes)));
+    if (!copy.host)
+      return ctx.fail(RECUR_ERROR_OUT_OF_MEMORY,
+                      "cannot allocate %lld bytes for a result",
+                      static_cast<long long>(copy.bytes));
+    hostResults.add(copy.host);
+    if (recur_status status = recur_cuda_memcpy_dtoh(
+            copy.host, copy.device, static_cast<size_t>(copy.bytes), nullptr))
+      return ctx.fail(status, "cannot copy a result from the device: %s",
+                      lastError().c_str());
+  }
+  int64_t *put = out.data();
+  for (MemRef &ref : refs) {
+    auto it = std::find_if(copies.begin(), copies.end(), [&](const Copy &c) {
+      return c.device == ref.aligned;
+    });
+    ref.aligned = it == copies.end() ? nullptr : it->host;
+    ref.allocated = ref.aligned;
+    putMemRef(put, ref);
+  }
+  return RECUR_OK;
+}
+
 void Call::copyOutputs() const {
   for (size_t i = 0; i < results.size(); ++i) {
     const recur_arg_desc &desc = layer->results[i];
@@ -537,6 +683,10 @@ recur_status Call::run() {
     if (recur_status status = packArgument(layer->args[i], st, in))
       return status;
   if (backward) {
+    if (layer->device != RECUR_DEVICE_CPU)
+      return ctx.fail(RECUR_ERROR_UNSUPPORTED,
+                      "the layer runs on a CUDA device, where backward "
+                      "kernels are not supported yet");
     if (recur_status status = packCotangents(in))
       return status;
     std::vector<int64_t> out(wordCount(layer->args, layer->num_args), 0);
@@ -547,10 +697,19 @@ recur_status Call::run() {
     return RECUR_OK;
   }
   std::vector<int64_t> out(wordCount(layer->results, layer->num_results), 0);
-  kernel(in.data(), out.data());
+  BufferList hostResults;
+  if (layer->device == RECUR_DEVICE_CUDA) {
+    if (recur_status status = runOnDevice(kernel, in, out, hostResults))
+      return status;
+  } else {
+    kernel(in.data(), out.data());
+  }
 
   if (recur_status status = unpackResults(out))
     return status;
+  // The host copies of a CUDA kernel's results are the call's now.
+  for (size_t i = 0; i < results.size(); ++i)
+    hostResults.release(results[i].allocated);
   std::vector<NextBuffer> next;
   BufferList fresh;
   for (size_t i = 0; state && i < results.size(); ++i)

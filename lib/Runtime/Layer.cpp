@@ -225,6 +225,12 @@ recur_status recur::rt::analyzeLayer(const Context &ctx,
                     "runtime implements version %d; rebuild the layer with a "
                     "matching recurc",
                     layer->abi_version, RECUR_ABI_VERSION);
+  int64_t device = rawValue(layer->device);
+  if (device != RECUR_DEVICE_CPU && device != RECUR_DEVICE_CUDA)
+    return ctx.fail(RECUR_ERROR_INVALID_ARGUMENT,
+                    "the layer descriptor names device %lld, not "
+                    "RECUR_DEVICE_CPU (0) or RECUR_DEVICE_CUDA (1)",
+                    static_cast<long long>(device));
   info.desc = layer;
   if (recur_status status = checkCounts(ctx, *layer))
     return status;

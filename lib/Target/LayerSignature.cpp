@@ -293,6 +293,7 @@ mlir::recur::buildLayerDesc(const LayerSignature &sig, recur_kernel_fn kernel,
     owned->runtimeDimNames.push_back(d.c_str());
   recur_layer_desc &d = owned->desc;
   d.abi_version = RECUR_ABI_VERSION;
+  d.device = sig.deviceKernel ? RECUR_DEVICE_CUDA : RECUR_DEVICE_CPU;
   d.name = sig.name.c_str();
   d.id = sig.id;
   d.num_runtime_dims = static_cast<int32_t>(sig.runtimeDims.size());
@@ -454,10 +455,10 @@ std::string mlir::recur::emitLayerHeader(const LayerSignature &sig,
   os << "#include \"recur/Runtime/recur_rt.h\"\n\n";
   os << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
   if (sig.deviceKernel)
-    os << "/* The kernel in " << L << ".o, for CUDA: every buffer in `in` and "
-       << "`out` is\n * device memory. recur_forward and the functions below "
-       << "cannot run it yet\n * (the descriptor has no kernel). */\nvoid "
-       << kernelSymbol(L) << "(int64_t *in, int64_t *out);\n";
+    os << "/* The kernel in " << L << ".o, for CUDA: every buffer in `in` "
+       << "and `out` is\n * device memory. The functions below copy the "
+       << "tensors to the device and\n * back. */\nvoid " << kernelSymbol(L)
+       << "(int64_t *in, int64_t *out);\n";
   else
     os << "/* The kernel in " << L << ".o; call it through the functions "
        << "below. */\nvoid " << kernelSymbol(L)
@@ -489,9 +490,10 @@ std::string mlir::recur::emitLayerHeader(const LayerSignature &sig,
      << ", " << sig.numParams << ", " << sig.numStates << ", " << sig.numOutputs
      << ", " << sig.args.size() << ", recur_" << L << "_args_, "
      << sig.results.size() << ", recur_" << L << "_results_, "
-     << (sig.deviceKernel ? std::string("0, 0")
-                          : kernelSymbol(L) + ", " + workspaceSymbol(L))
-     << ", " << (sig.hasBackward ? backwardSymbol(L) : std::string("0"))
+     << kernelSymbol(L) << ", "
+     << (sig.deviceKernel ? std::string("0") : workspaceSymbol(L)) << ", "
+     << (sig.hasBackward ? backwardSymbol(L) : std::string("0")) << ",\n    "
+     << (sig.deviceKernel ? "RECUR_DEVICE_CUDA" : "RECUR_DEVICE_CPU")
      << "};\n\n";
 
   std::string in = "const recur_" + L + "_inputs *inputs",

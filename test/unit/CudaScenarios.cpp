@@ -786,4 +786,146 @@ TEST(DefaultDeviceFromMgpu, IsUsed) {
                      "mgpuSetDefaultDevice: device -1");
 }
 
+//===----------------------------------------------------------------------===//
+// recur_forward on a CUDA layer: a hand-written descriptor whose kernel is a
+// host function standing in for compiled host code (the fake driver's
+// device memory is host memory, so it can read and write its buffers).
+//===----------------------------------------------------------------------===//
+
+extern "C" void *recur_cuda_memref_alloc(uint64_t sizeBytes);
+
+/// The user's input buffer of the last call, which the kernel must not see.
+const void *userInput = nullptr;
+/// The device buffer the kernel made for its last result.
+const void *kernelResult = nullptr;
+
+/// y = 2 x on a device layer: checks that its argument is device memory
+/// (not the user's buffer, and counted by the runtime), allocates the
+/// result through the runtime as compiled host code does.
+void doubleKernel(int64_t *in, int64_t *out) {
+  auto *x = reinterpret_cast<const float *>(static_cast<intptr_t>(in[1]));
+  int64_t n = in[3];
+  recur_memory_stats stats;
+  recur_cuda_memory_stats_get(&stats);
+  if (x == userInput || stats.live_bytes < static_cast<size_t>(n) * 4)
+    n = 0; // the test sees an output of zeros
+  auto *y = static_cast<float *>(recur_cuda_memref_alloc(n * 4 + 4));
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = 2 * x[in[2] + i * in[4]];
+  kernelResult = y;
+  int64_t words[] = {static_cast<int64_t>(reinterpret_cast<intptr_t>(y)),
+                     static_cast<int64_t>(reinterpret_cast<intptr_t>(y)), 0,
+                     in[3], 1};
+  std::memcpy(out, words, sizeof(words));
+}
+
+/// A kernel whose launch fails, as compiled code whose module did not load.
+void failingKernel(int64_t *in, int64_t *out) {
+  doubleKernel(in, out);
+  mgpuModuleGetFunction(nullptr, "missing");
+}
+
+const char *const kDeviceDims[] = {"N"};
+
+/// The descriptor of a CUDA layer y = f(x), x and y f32[N].
+struct DeviceLayer {
+  recur_arg_desc x, y;
+  recur_layer_desc desc;
+  explicit DeviceLayer(recur_kernel_fn kernel) {
+    std::memset(&x, 0, sizeof(x));
+    x.name = "x";
+    x.role = RECUR_ROLE_INPUT;
+    x.dtype = RECUR_F32;
+    x.rank = 1;
+    x.shape[0] = -1;
+    x.dim_names[0] = "N";
+    x.init_rule = "";
+    y = x;
+    y.name = "y";
+    y.role = RECUR_ROLE_OUTPUT;
+    std::memset(&desc, 0, sizeof(desc));
+    desc.abi_version = RECUR_ABI_VERSION;
+    desc.name = "Double";
+    desc.id = 42;
+    desc.num_runtime_dims = 1;
+    desc.runtime_dim_names = kDeviceDims;
+    desc.batch_dim = -1;
+    desc.time_dim = -1;
+    desc.step_length = 1;
+    desc.num_inputs = 1;
+    desc.num_outputs = 1;
+    desc.num_args = 1;
+    desc.args = &x;
+    desc.num_results = 1;
+    desc.results = &y;
+    desc.kernel = kernel;
+    desc.device = RECUR_DEVICE_CUDA;
+  }
+};
+
 } // namespace
+
+// FakeDriver: a strided input goes to the device as a contiguous copy, the
+// kernel runs on device buffers, its result comes back into the user's
+// strided output, and no device or host buffer is left behind.
+TEST(FakeDriver, ForwardRunsADeviceLayer) {
+  DeviceLayer layer(doubleKernel);
+  constexpr int64_t n = 7;
+  float xs[2 * n], ys[3 * n];
+  for (int64_t i = 0; i < 2 * n; ++i)
+    xs[i] = static_cast<float>(i) + 0.5f;
+  std::memset(ys, 0, sizeof(ys));
+  int64_t shape[] = {n}, xStride[] = {2}, yStride[] = {3};
+  recur_tensor x = recur_tensor_contiguous(xs, RECUR_F32, 1, shape);
+  std::memcpy(x.strides, xStride, sizeof(xStride));
+  recur_tensor y = recur_tensor_contiguous(ys, RECUR_F32, 1, shape);
+  std::memcpy(y.strides, yStride, sizeof(yStride));
+  userInput = xs;
+  recur_memory_stats host0;
+  recur_memory_stats_get(&host0);
+  ASSERT_OK(recur_forward(&layer.desc, &x, nullptr, nullptr, &y));
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_EQ(ys[3 * i], 2 * xs[2 * i]) << "element " << i;
+    EXPECT_EQ(ys[3 * i + 1], 0.0f);
+  }
+  recur_memory_stats device, host;
+  recur_cuda_memory_stats_get(&device);
+  recur_memory_stats_get(&host);
+  EXPECT_EQ(device.live_bytes, 0u);
+  EXPECT_EQ(host.live_bytes, host0.live_bytes);
+  // The device result was freed: freeing it again is refused.
+  EXPECT_NE(recur_cuda_free(const_cast<void *>(kernelResult)), RECUR_OK);
+}
+
+// FakeDriver: a device failure inside the kernel is the call's error, and
+// the buffers are still freed.
+TEST(FakeDriver, ForwardReportsAFailedKernel) {
+  DeviceLayer layer(failingKernel);
+  float xs[3] = {1, 2, 3}, ys[3] = {};
+  int64_t shape[] = {3};
+  recur_tensor x = recur_tensor_contiguous(xs, RECUR_F32, 1, shape);
+  recur_tensor y = recur_tensor_contiguous(ys, RECUR_F32, 1, shape);
+  EXPECT_RECUR_ERROR(recur_forward(&layer.desc, &x, nullptr, nullptr, &y),
+                     RECUR_ERROR_NULL_POINTER,
+                     "recur_forward(Double): the CUDA kernel failed: "
+                     "mgpuModuleGetFunction");
+  recur_memory_stats device;
+  recur_cuda_memory_stats_get(&device);
+  EXPECT_EQ(device.live_bytes, 0u);
+  EXPECT_EQ(recur_cuda_take_error(), RECUR_OK);
+}
+
+// DefaultDriver: without a driver, recur_forward on a CUDA layer says so
+// and leaves the output alone.
+TEST(DefaultDriver, ForwardOfADeviceLayerSaysNoDevice) {
+  DeviceLayer layer(doubleKernel);
+  float xs[2] = {1, 2}, ys[2] = {5, 5};
+  int64_t shape[] = {2};
+  recur_tensor x = recur_tensor_contiguous(xs, RECUR_F32, 1, shape);
+  recur_tensor y = recur_tensor_contiguous(ys, RECUR_F32, 1, shape);
+  EXPECT_RECUR_ERROR(recur_forward(&layer.desc, &x, nullptr, nullptr, &y),
+                     RECUR_ERROR_NO_DEVICE,
+                     "recur_forward(Double): cannot put 'x' on the device: "
+                     "no CUDA device");
+  EXPECT_EQ(ys[0], 5.0f);
+}

@@ -33,7 +33,7 @@ extern "C" {
 
 /* The ABI this header describes; a layer header built for another version is
  * refused by recur_forward with RECUR_ERROR_ABI. */
-#define RECUR_ABI_VERSION 3
+#define RECUR_ABI_VERSION 4
 #define RECUR_MAX_RANK 8
 
 /*===-------------------------------------------------------------------===*
@@ -179,6 +179,14 @@ typedef void (*recur_kernel_fn)(int64_t *in, int64_t *out);
  * upper bound on the bytes the kernel's buffers hold at once. */
 typedef int64_t (*recur_workspace_fn)(int64_t *in, int64_t threads);
 
+/* Where a layer's kernel runs. (ABI version 4.) */
+typedef enum recur_device {
+  RECUR_DEVICE_CPU = 0,
+  /* recurc --target=cuda: the kernel takes and returns device buffers;
+   * recur_forward and recur_step copy the tensors to the device and back. */
+  RECUR_DEVICE_CUDA = 1
+} recur_device;
+
 typedef struct recur_layer_desc {
   uint32_t abi_version; /* RECUR_ABI_VERSION */
   const char *name;
@@ -199,6 +207,7 @@ typedef struct recur_layer_desc {
    * per kernel result; `out`: one gradient per kernel argument), or NULL
    * when the layer has none. */
   recur_kernel_fn backward;
+  recur_device device; /* where `kernel` runs */
 } recur_layer_desc;
 
 /*===-------------------------------------------------------------------===*
