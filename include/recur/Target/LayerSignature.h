@@ -67,9 +67,8 @@ struct LayerSignature {
   /// (`recur_<layer>_backward_kernel`).
   bool hasBackward = false;
   /// Whether the kernel takes and returns device buffers (recurc
-  /// --target=cuda): its header declares the kernel but leaves it, and the
-  /// workspace bound it does not have, out of the descriptor, so the
-  /// runtime's calls refuse the layer instead of passing host memory.
+  /// --target=cuda): the descriptor says RECUR_DEVICE_CUDA (the runtime
+  /// copies tensors to the device and back) and has no workspace bound.
   bool deviceKernel = false;
 };
 
