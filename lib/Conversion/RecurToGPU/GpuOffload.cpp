@@ -368,6 +368,23 @@ private:
   /// loops.
   LogicalResult finishLaunch(gpu::LaunchOp launch) {
     Block &body = launch.getBody().front();
+    // Constant buffers (memref.get_global) are read where the kernel runs:
+    // each launch takes its own get_global, which kernel outlining copies
+    // with its global into the GPU module.
+    DenseMap<Value, Value> globals;
+    launch.getBody().walk([&](Operation *op) {
+      for (OpOperand &use : op->getOpOperands()) {
+        auto global = use.get().getDefiningOp<memref::GetGlobalOp>();
+        if (!global || launch->isAncestor(global))
+          continue;
+        Value &local = globals[use.get()];
+        if (!local) {
+          OpBuilder b(&body, body.begin());
+          local = b.clone(*global)->getResult(0);
+        }
+        use.set(local);
+      }
+    });
     SmallVector<Operation *> allocs, deallocs, copies;
     launch.getBody().walk([&](Operation *op) {
       if (isa<memref::AllocOp>(op))

@@ -209,3 +209,28 @@ func.func @pooled(%x: memref<?x?xf32>) {
   }
   return
 }
+
+// -----
+
+// A constant buffer is read where the kernel runs: the launch takes its own
+// get_global (outlining then copies the global into the GPU module).
+
+memref.global "private" constant @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
+
+// CHECK-LABEL: func.func @constant
+// CHECK: gpu.launch
+// CHECK-NEXT: %[[T:.*]] = memref.get_global @table : memref<4xf32>
+// CHECK: memref.load %[[T]]
+// CHECK: gpu.terminator
+func.func @constant(%y: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %t = memref.get_global @table : memref<4xf32>
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    %v = memref.load %t[%i] : memref<4xf32>
+    memref.store %v, %y[%i] : memref<4xf32>
+    scf.reduce
+  }
+  return
+}
