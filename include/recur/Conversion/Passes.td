@@ -251,7 +251,10 @@ def RecurGpuOffload : Pass<"recur-gpu-offload", "::mlir::func::FuncOp"> {
     whose sizes are defined outside the launch becomes the thread's slice
     (a `memref.view`) of an i8 pool the host allocates before the launch
     and frees after it, one slice of the buffer's bytes rounded up to 64 per
-    thread of the grid. `memref.dealloc` goes, `memref.copy` becomes loops,
+    thread of the grid. A constant buffer (`memref.get_global`) used in a
+    launch is taken again inside it, so that `gpu-kernel-outlining` copies
+    the global into the GPU module. `memref.dealloc` goes, `memref.copy`
+    becomes loops,
     and nested parallel loops run sequentially in their thread. A buffer
     whose size device code computes, or host control (a loop bound, an
     allocation size) that depends on a value device code computes, is an
