@@ -21,6 +21,7 @@
 
 #include "BlockRecurrentSkipFixed.h"
 #include "Gla.h"
+#include "GlaChunked.h"
 #include "ScanC64.h"
 #include "ScanF32.h"
 #include "SlidingWindow.h"
@@ -450,6 +451,10 @@ void BM_RecurGlaForward(benchmark::State &st) {
   runLayer(st, recur_Gla_layer(), {shapes().glaB, shapes().glaT}, glaFlops(),
            false);
 }
+void BM_RecurGlaChunkedForward(benchmark::State &st) {
+  runLayer(st, recur_GlaChunked_layer(), {shapes().glaB, shapes().glaT},
+           glaFlops(), false);
+}
 void BM_RecurGlaBackward(benchmark::State &st) {
   runLayer(st, recur_Gla_layer(), {shapes().glaB, shapes().glaT},
            2 * glaFlops(), true);
@@ -486,6 +491,7 @@ void registerAll() {
   add("scan_c64/recur", BM_RecurScanC64);
   add("scan_c64/plain_loop", BM_PlainScanC64);
   add("gla_fwd/recur", BM_RecurGlaForward);
+  add("gla_fwd/recur_chunked", BM_RecurGlaChunkedForward);
   add("gla_fwd/plain_loop", BM_PlainGla);
   add("gla_bwd/recur", BM_RecurGlaBackward);
   add("window_fwd/recur", BM_RecurWindowForward);

@@ -358,129 +358,32 @@ private:
   DenseMap<Value, Value> cts;
 };
 
-/// The chunk-boundary backward of a gla over T steps: a forward loop keeps
-/// the state at the start of every chunk of `chunk` steps (the last may be
-/// shorter), and a reverse loop recomputes each chunk from its state and
-/// differentiates it (through the dense decomposition, on one chunk), so
-/// the memory is O(T / chunk + chunk) states instead of O(T).
-LogicalResult glaChunkedAdjoint(GatedLinearAttentionOp op, OpBuilder &b,
-                                AdjointBuilder &adjoint, int64_t chunk) {
-  Location loc = op.getLoc();
-  Value q = op.getQ(), k = op.getK(), v = op.getV(), a = op.getA();
-  auto qType = cast<RankedTensorType>(q.getType());
-  int64_t t = qType.getRank() - 2;
-  MLIRContext *ctx = b.getContext();
-  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
-  Value steps = tensor::DimOp::create(b, loc, q, t);
-  AffineExpr s0 = getAffineSymbolExpr(0, ctx);
-  Value chunks = affine::AffineApplyOp::create(
-      b, loc, AffineMap::get(0, 1, s0.ceilDiv(chunk)), ValueRange{steps});
-  // Chunk i covers [i * chunk, i * chunk + len(i)).
-  auto bounds = [&](OpBuilder &nb, Location nl, Value i) {
-    Value start = affine::AffineApplyOp::create(
-        nb, nl, AffineMap::get(1, 0, getAffineDimExpr(0, ctx) * chunk),
-        ValueRange{i});
-    Value len = affine::AffineMinOp::create(
-        nb, nl,
-        AffineMap::get(1, 1,
-                       {getAffineConstantExpr(chunk, ctx),
-                        s0 - getAffineDimExpr(0, ctx) * chunk},
-                       ctx),
-        ValueRange{i, steps});
-    return std::make_pair(start, len);
-  };
-  auto piece = [&](OpBuilder &nb, Location nl, Value x, Value start,
-                   Value len) { return sliceAlong(nb, nl, x, t, start, len); };
-  Value init = op.getInit() ? op.getInit() : zerosLike(b, loc, op.getState());
-
-  // 1. The state at the start of every chunk, stacked.
-  SmallVector<OpFoldResult> stackSizes = {OpFoldResult(chunks)};
-  llvm::append_range(stackSizes, tensor::getMixedSizes(b, loc, init));
-  auto stateType = cast<RankedTensorType>(init.getType());
-  Value stack =
-      tensor::EmptyOp::create(b, loc, stackSizes, stateType.getElementType());
-  auto forward = scf::ForOp::create(
-      b, loc, c0, chunks, c1, ValueRange{init, stack},
-      [&](OpBuilder &nb, Location nl, Value i, ValueRange iter) {
-        auto [start, len] = bounds(nb, nl, i);
-        AxisRange r = rangeAlong(nb, nl, iter[1], 0, i, nb.getIndexAttr(1));
-        Value stacked = tensor::InsertSliceOp::create(
-            nb, nl, iter[0], iter[1], r.offsets, r.sizes, r.strides);
-        auto part = GatedLinearAttentionOp::create(
-            nb, nl, piece(nb, nl, q, start, len), piece(nb, nl, k, start, len),
-            piece(nb, nl, v, start, len), piece(nb, nl, a, start, len), iter[0],
-            op.getAlgorithmAttr(), op.getChunkSizeAttr());
-        scf::YieldOp::create(nb, nl, ValueRange{part.getState(), stacked});
-      });
-  Value states = forward.getResult(1);
-
-  // 2. The chunks in reverse, each from its state.
-  Value dy = adjoint.getCotangent(op.getY());
-  SmallVector<Value> diff = {q, k, v, a};
-  SmallVector<Value> inits = {
-      adjoint.getCotangentOrZeros(b, loc, op.getState())};
-  for (Value x : diff)
-    inits.push_back(zerosLike(b, loc, x));
-  LogicalResult status = success();
-  auto reverse = scf::ForOp::create(
-      b, loc, c0, chunks, c1, inits,
-      [&](OpBuilder &nb, Location nl, Value j, ValueRange iter) {
-        Value last = arith::SubIOp::create(nb, nl, chunks, c1);
-        Value i = arith::SubIOp::create(nb, nl, last, j);
-        auto [start, len] = bounds(nb, nl, i);
-        AxisRange r = rangeAlong(nb, nl, states, 0, i, nb.getIndexAttr(1));
-        Value state = tensor::ExtractSliceOp::create(
-            nb, nl, stateType, states, r.offsets, r.sizes, r.strides);
-        SmallVector<Value> parts;
-        for (Value x : diff)
-          parts.push_back(piece(nb, nl, x, start, len));
-        auto part = GatedLinearAttentionOp::create(
-            nb, nl, parts[0], parts[1], parts[2], parts[3], state,
-            op.getAlgorithmAttr(), op.getChunkSizeAttr());
-        LocalAdjoint local(nb);
-        if (dy)
-          local.addCotangent(part.getY(), piece(nb, nl, dy, start, len));
-        local.addCotangent(part.getState(), iter[0]);
-        if (failed(part.buildAdjoint(nb, local)))
-          status = failure();
-        SmallVector<Value> next;
-        Value dState = local.getCotangent(state);
-        next.push_back(dState ? dState : zerosLike(nb, nl, state));
-        for (auto [x, p] : llvm::enumerate(parts)) {
-          Value acc = iter[1 + x];
-          if (Value ct = local.getCotangent(p)) {
-            AxisRange pr = rangeAlong(nb, nl, acc, t, start, len);
-            acc = tensor::InsertSliceOp::create(nb, nl, ct, acc, pr.offsets,
-                                                pr.sizes, pr.strides);
-          }
-          next.push_back(acc);
-        }
-        scf::YieldOp::create(nb, nl, next);
-      });
-  if (failed(status))
-    return failure();
-  if (op.getInit())
-    adjoint.addCotangent(op.getInit(), reverse.getResult(0));
-  for (auto [x, value] : llvm::enumerate(diff))
-    adjoint.addCotangent(value, reverse.getResult(1 + x));
-  return success();
-}
-
 } // namespace
 
-// Through its definition: b = k (x) v, S = linear_scan(a, b, init), y =
-// Re(sum_i q_i S_i). By default (AdjointBuilder::keepsAllStates false) this
-// runs chunk by chunk from states kept at the chunk boundaries (the op's
-// chunk size, 64 without one); keeping all states runs it once over the
-// whole sequence (O(T dk dv) memory).
+// By default (AdjointBuilder::keepsAllStates false), the reverse sweep
+// gated_linear_attention_grad, which keeps the state at chunk boundaries
+// (the op's chunk size, 64 without one) and recomputes each chunk. Keeping
+// all states, through the definition over the whole sequence (O(T dk dv)
+// memory): b = k (x) v, S = linear_scan(a, b, init), y = Re(sum_i q_i S_i).
 LogicalResult GatedLinearAttentionOp::buildAdjoint(OpBuilder &b,
                                                    AdjointBuilder &adjoint) {
   if (!adjoint.getCotangent(getY()) && !adjoint.getCotangent(getState()))
     return success();
-  if (!adjoint.keepsAllStates())
-    return glaChunkedAdjoint(*this, b, adjoint, getChunkSize().value_or(64));
   Location loc = getLoc();
+  if (!adjoint.keepsAllStates()) {
+    auto grad = GatedLinearAttentionGradOp::create(
+        b, loc, getQ(), getK(), getV(), getA(),
+        adjoint.getCotangentOrZeros(b, loc, getY()),
+        adjoint.getCotangentOrZeros(b, loc, getState()), getInit(),
+        getChunkSize().value_or(64));
+    adjoint.addCotangent(getQ(), grad.getDq());
+    adjoint.addCotangent(getK(), grad.getDk());
+    adjoint.addCotangent(getV(), grad.getDv());
+    adjoint.addCotangent(getA(), grad.getDa());
+    if (getInit())
+      adjoint.addCotangent(getInit(), grad.getDinit());
+    return success();
+  }
   MLIRContext *ctx = b.getContext();
   Value q = getQ(), k = getK(), v = getV();
   auto qType = cast<RankedTensorType>(q.getType());
@@ -593,10 +496,20 @@ struct AttentionShape {
   /// the queries), null for 0.
   Value qOffset = nullptr;
 
+  /// The index of the first key the decomposition covers (the band of keys
+  /// a tile of queries can see, counted over the key operands laid end to
+  /// end), null for 0.
+  Value kOffset = nullptr;
+
   /// The position of the query at loop `dim` of a generic.
   Value queryIndex(OpBuilder &b, Location loc, int64_t dim) const {
     Value i = linalg::IndexOp::create(b, loc, dim);
     return qOffset ? arith::AddIOp::create(b, loc, i, qOffset).getResult() : i;
+  }
+  /// The index of the key at loop `dim` of a generic.
+  Value keyIndex(OpBuilder &b, Location loc, int64_t dim) const {
+    Value j = linalg::IndexOp::create(b, loc, dim);
+    return kOffset ? arith::AddIOp::create(b, loc, j, kOffset).getResult() : j;
   }
 
   AffineMap map(unsigned numDims, ArrayRef<int64_t> dims,
@@ -665,7 +578,7 @@ Value maskScores(
       s.map(n + 2, {I, J}), s.iters(n + 2),
       [&](OpBuilder &nb, Location nl, ValueRange a) {
         Value i = s.queryIndex(nb, nl, I);
-        Value j = linalg::IndexOp::create(nb, nl, J);
+        Value j = s.keyIndex(nb, nl, J);
         ValueRange rest = a.slice(1, extra.size());
         Value score = a[0];
         if (add)
@@ -757,21 +670,41 @@ Value cmpIndex(OpBuilder &b, Location loc, arith::CmpIPredicate p, Value x,
 
 /// Builds the decomposition of an attention op for the queries `q` (all of
 /// them, or a tile) and returns its output; `resultLike` has its shape.
+/// `operands` are the op's operands, those of a KeyBand's segments cut to
+/// the keys the tile can see (`AttentionShape::kOffset` is the first one).
 using AttentionBuild = function_ref<FailureOr<Value>(
-    const AttentionShape &, double, Value q, Value resultLike)>;
+    const AttentionShape &, double, Value q, Value resultLike,
+    ValueRange operands)>;
+
+/// The keys a tile of queries can see, for ops whose queries see a band of
+/// them: the key operands as segments laid end to end along the key
+/// dimension (e.g. the cache, then the sequence), each a list of operand
+/// numbers cut together (keys and values; the first gives the length), and
+/// `range(b, loc, start, len)`, the first and one-past-the-last key index
+/// over the segments that queries [start, start + len) can see, within
+/// [0, total keys). Queries see no key outside it, so the decomposition of
+/// the tile over those keys alone has the same value and gradients.
+struct KeyBand {
+  SmallVector<SmallVector<unsigned, 2>> segments;
+  function_ref<std::pair<Value, Value>(OpBuilder &, Location, Value, Value)>
+      range;
+};
 
 /// The adjoint of attention op `op` (result `result`, queries `q` along dim
 /// n of [..., Tq, d]) through the ops `build` makes. With
 /// AdjointBuilder::keepsAllStates, once over all the queries (the scores of
 /// every pair at once); by default tile by tile of kQueryTile queries in a
 /// loop, each tile's scores recomputed and differentiated on their own
-/// (O(tile x Tk) scores at a time), the queries' cotangents written tile by
-/// tile and the other operands' summed.
+/// (O(tile x Tk) scores at a time; with a `band`, O(tile x keys in the
+/// band): the key operands are cut to the band and their cotangents added
+/// to that range only), the queries' cotangents written tile by tile and
+/// the other operands' summed.
 constexpr int64_t kQueryTile = 64;
 
 LogicalResult attentionAdjoint(Operation *op, Value result, Value q,
                                std::optional<APFloat> scaleAttr, OpBuilder &b,
-                               AdjointBuilder &adjoint, AttentionBuild build) {
+                               AdjointBuilder &adjoint, AttentionBuild build,
+                               const KeyBand *band = nullptr) {
   Value dy = adjoint.getCotangent(result);
   if (!dy)
     return success();
@@ -784,7 +717,7 @@ LogicalResult attentionAdjoint(Operation *op, Value result, Value q,
   if (adjoint.keepsAllStates()) {
     Block *block = b.getInsertionBlock();
     Operation *last = block->empty() ? nullptr : &block->back();
-    FailureOr<Value> out = build(s, *scale, q, result);
+    FailureOr<Value> out = build(s, *scale, q, result, op->getOperands());
     if (failed(out))
       return failure();
     return adjointThroughOps(b, builtSince(block, last), {{*out, result}},
@@ -807,6 +740,16 @@ LogicalResult attentionAdjoint(Operation *op, Value result, Value q,
       diff.push_back(operand.getOperandNumber());
       inits.push_back(zerosLike(b, loc, operand.get()));
     }
+  // The band's segments: where each starts among the keys, and its length.
+  SmallVector<std::pair<Value, Value>> segmentSpan;
+  if (band) {
+    Value at = c0;
+    for (ArrayRef<unsigned> segment : band->segments) {
+      Value len = tensor::DimOp::create(b, loc, op->getOperand(segment[0]), n);
+      segmentSpan.push_back({at, len});
+      at = arith::AddIOp::create(b, loc, at, len);
+    }
+  }
   LogicalResult status = success();
   auto loop = scf::ForOp::create(
       b, loc, c0, tiles, c1, inits,
@@ -829,9 +772,34 @@ LogicalResult attentionAdjoint(Operation *op, Value result, Value q,
         Value resultTile = sliceAlong(nb, nl, result, n, start, len);
         AttentionShape ts = s;
         ts.qOffset = start;
+        // The key operands cut to the band: operand number -> (offset,
+        // size) of its cut.
+        SmallVector<Value> operands(op->getOperands());
+        DenseMap<unsigned, std::pair<Value, Value>> cuts;
+        if (band) {
+          auto [first, end] = band->range(nb, nl, start, len);
+          ts.kOffset = first;
+          for (auto [segment, span] :
+               llvm::zip_equal(band->segments, segmentSpan)) {
+            // [first, end) - at, clamped to [0, len).
+            Value at = span.first, segmentLen = span.second;
+            auto clamp = [&](Value x) -> Value {
+              Value rel = arith::SubIOp::create(nb, nl, x, at);
+              return arith::MinSIOp::create(
+                  nb, nl, arith::MaxSIOp::create(nb, nl, rel, c0), segmentLen);
+            };
+            Value lo = clamp(first), hi = clamp(end);
+            Value size = arith::SubIOp::create(nb, nl, hi, lo);
+            for (unsigned number : segment) {
+              operands[number] =
+                  sliceAlong(nb, nl, op->getOperand(number), n, lo, size);
+              cuts[number] = {lo, size};
+            }
+          }
+        }
         Block *block = nb.getInsertionBlock();
         Operation *last = block->empty() ? nullptr : &block->back();
-        FailureOr<Value> out = build(ts, *scale, qTile, resultTile);
+        FailureOr<Value> out = build(ts, *scale, qTile, resultTile, operands);
         LocalAdjoint local(nb);
         if (failed(out)) {
           status = failure();
@@ -840,6 +808,17 @@ LogicalResult attentionAdjoint(Operation *op, Value result, Value q,
           if (failed(adjointThroughOps(nb, builtSince(block, last), {}, local)))
             status = failure();
         }
+        // `acc` with `ct` added to positions [offset, offset + size) of dim n.
+        auto addInto = [&](Value acc, Value ct, Value offset, Value size) {
+          AxisRange r = rangeAlong(nb, nl, acc, n, offset, size);
+          Value part = tensor::ExtractSliceOp::create(nb, nl, acc, r.offsets,
+                                                      r.sizes, r.strides);
+          return tensor::InsertSliceOp::create(nb, nl,
+                                               addValues(nb, nl, part, ct),
+                                               acc, r.offsets, r.sizes,
+                                               r.strides)
+              .getResult();
+        };
         SmallVector<Value> next;
         for (auto [k, number] : llvm::enumerate(diff)) {
           Value operand = op->getOperand(number), acc = accs[k];
@@ -849,6 +828,9 @@ LogicalResult attentionAdjoint(Operation *op, Value result, Value q,
               acc = tensor::InsertSliceOp::create(nb, nl, ct, acc, r.offsets,
                                                   r.sizes, r.strides);
             }
+          } else if (auto cut = cuts.find(number); cut != cuts.end()) {
+            if (Value ct = local.getCotangent(operands[number]))
+              acc = addInto(acc, ct, cut->second.first, cut->second.second);
           } else if (Value ct = local.getCotangent(operand)) {
             acc = addValues(nb, nl, acc, ct);
           }
@@ -871,13 +853,34 @@ LogicalResult attentionAdjoint(Operation *op, Value result, Value q,
 // rows that see none), p = e / sum(e) (0 for such rows), out = p v.
 LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, AdjointBuilder &adjoint) {
   Location loc = getLoc();
+  unsigned kNumber = getKMutable().getOperandNumber();
+  unsigned vNumber = getVMutable().getOperandNumber();
+  // Causal queries [start, start + len) see keys up to start + len - 1 +
+  // Tk - Tq; a key padding mask is indexed by key, so it keeps every key.
+  auto causalRange = [&](OpBuilder &nb, Location nl, Value start, Value len) {
+    int64_t n = getQ().getType().getRank() - 2;
+    Value tq = tensor::DimOp::create(nb, nl, getQ(), n);
+    Value tk = tensor::DimOp::create(nb, nl, getK(), n);
+    Value end = arith::AddIOp::create(
+        nb, nl, arith::AddIOp::create(nb, nl, start, len),
+        arith::SubIOp::create(nb, nl, tk, tq));
+    end = arith::MinSIOp::create(
+        nb, nl,
+        arith::MaxSIOp::create(nb, nl, end,
+                               arith::ConstantIndexOp::create(nb, nl, 0)),
+        tk);
+    return std::pair<Value, Value>(arith::ConstantIndexOp::create(nb, nl, 0),
+                                   end);
+  };
+  KeyBand causal{{{kNumber, vNumber}}, causalRange};
+  bool banded = getMask() == MaskKind::Causal && !getKeyPadding();
   return attentionAdjoint(
       *this, getResult(), getQ(), getScale(), b, adjoint,
-      [&](const AttentionShape &s, double scale, Value q,
-          Value resultLike) -> FailureOr<Value> {
+      [&](const AttentionShape &s, double scale, Value q, Value resultLike,
+          ValueRange operands) -> FailureOr<Value> {
         Value tq = tensor::DimOp::create(b, loc, getQ(), s.n);
         Value tk = tensor::DimOp::create(b, loc, getK(), s.n);
-        Value scores = attentionScores(b, loc, s, q, getK(), scale);
+        Value scores = attentionScores(b, loc, s, q, operands[kNumber], scale);
         MaskKind mask = getMask();
         int64_t slots =
             getMemorySlots() ? static_cast<int64_t>(*getMemorySlots()) : 0;
@@ -916,9 +919,11 @@ LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, AdjointBuilder &adjoint) {
               return shown;
             },
             nullptr);
-        Value out = softmaxReadout(b, loc, s, masked, getV(), resultLike);
+        Value out =
+            softmaxReadout(b, loc, s, masked, operands[vNumber], resultLike);
         return out;
-      });
+      },
+      banded ? &causal : nullptr);
 }
 
 //===----------------------------------------------------------------------===//
@@ -928,15 +933,59 @@ LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, AdjointBuilder &adjoint) {
 // Through the same definition over the cache and the sequence's keys
 // ([cache; k] at positions -C .. T-1): a key is visible inside the band, the
 // T5 bias is a sum over one-hot buckets (so the table gets its gradient),
-// ALiBi adds -slope * delta. A tile of queries scores every key, not only
-// its band's (masked key tiles are not skipped yet).
+// ALiBi adds -slope * delta. A tile of queries scores only the keys of its
+// band: from the first query's first visible key to the last query.
 LogicalResult WindowAttentionOp::buildAdjoint(OpBuilder &b,
                                               AdjointBuilder &adjoint) {
   Location loc = getLoc();
+  int64_t window = getWindow(), blockLen = getBlock();
+  bool includeSelf = getIncludeSelf();
+  unsigned kNumber = getKMutable().getOperandNumber();
+  unsigned vNumber = getVMutable().getOperandNumber();
+  std::optional<unsigned> kcNumber, vcNumber;
+  if (getKCache()) {
+    kcNumber = getKCacheMutable()[0].getOperandNumber();
+    vcNumber = getVCacheMutable()[0].getOperandNumber();
+  }
+  // The first position query `i` sees (as in the mask below); it never
+  // decreases with i.
+  auto firstPosition = [&](OpBuilder &nb, Location nl, Value i) -> Value {
+    if (blockLen == 0)
+      return arith::SubIOp::create(
+          nb, nl, i,
+          arith::ConstantIndexOp::create(nb, nl,
+                                         includeSelf ? window - 1 : window));
+    Value len = arith::ConstantIndexOp::create(nb, nl, blockLen);
+    Value start = arith::MulIOp::create(
+        nb, nl, arith::DivUIOp::create(nb, nl, i, len), len);
+    return arith::SubIOp::create(nb, nl, start,
+                                 arith::ConstantIndexOp::create(nb, nl, window));
+  };
+  // Over [cache; k] (key j at position j - C): queries [start, start + len)
+  // see keys from the first query's first position to the last query.
+  auto bandRange = [&](OpBuilder &nb, Location nl, Value start, Value len) {
+    int64_t n = getQ().getType().getRank() - 2;
+    Value cacheLen = kcNumber ? tensor::DimOp::create(nb, nl, getKCache(), n)
+                                    .getResult()
+                              : arith::ConstantIndexOp::create(nb, nl, 0)
+                                    .getResult();
+    Value first = arith::MaxSIOp::create(
+        nb, nl,
+        arith::AddIOp::create(nb, nl, firstPosition(nb, nl, start), cacheLen),
+        arith::ConstantIndexOp::create(nb, nl, 0));
+    Value end = arith::AddIOp::create(
+        nb, nl, arith::AddIOp::create(nb, nl, start, len), cacheLen);
+    return std::pair<Value, Value>(first, end);
+  };
+  KeyBand band;
+  band.range = bandRange;
+  if (kcNumber)
+    band.segments.push_back({*kcNumber, *vcNumber});
+  band.segments.push_back({kNumber, vNumber});
   return attentionAdjoint(
       *this, getResult(), getQ(), getScale(), b, adjoint,
-      [&](const AttentionShape &s, double scale, Value q,
-          Value resultLike) -> FailureOr<Value> {
+      [&](const AttentionShape &s, double scale, Value q, Value resultLike,
+          ValueRange operands) -> FailureOr<Value> {
         int64_t n = s.n;
         BiasKind biasKind = getBiasKind();
         if (biasKind != BiasKind::None && n < 1)
@@ -944,16 +993,14 @@ LogicalResult WindowAttentionOp::buildAdjoint(OpBuilder &b,
               emitError("cannot differentiate a position bias without a head "
                         "dimension"));
 
-        Value keys = getK(), values = getV();
+        Value keys = operands[kNumber], values = operands[vNumber];
         Value cacheLen = arith::ConstantIndexOp::create(b, loc, 0);
-        if (getKCache()) {
-          keys = concatAlong(b, loc, getKCache(), keys, n);
-          values = concatAlong(b, loc, getVCache(), values, n);
+        if (kcNumber) {
+          keys = concatAlong(b, loc, operands[*kcNumber], keys, n);
+          values = concatAlong(b, loc, operands[*vcNumber], values, n);
           cacheLen = tensor::DimOp::create(b, loc, getKCache(), n);
         }
         Value scores = attentionScores(b, loc, s, q, keys, scale);
-        int64_t window = getWindow(), blockLen = getBlock();
-        bool includeSelf = getIncludeSelf();
         int64_t buckets =
             getNumBuckets() ? static_cast<int64_t>(*getNumBuckets()) : 32;
         int64_t maxDistance =
@@ -979,7 +1026,7 @@ LogicalResult WindowAttentionOp::buildAdjoint(OpBuilder &b,
               filled(b, loc, sizes, s.elem, 0.0), s.map(n + 3, {n, n + 1}),
               s.iters(n + 3, 1), [&](OpBuilder &nb, Location nl, ValueRange a) {
                 Value i = s.queryIndex(nb, nl, n);
-                Value j = linalg::IndexOp::create(nb, nl, n + 1);
+                Value j = s.keyIndex(nb, nl, n + 1);
                 Value bucketIdx = linalg::IndexOp::create(nb, nl, n + 2);
                 Value bucket = buildT5Bucket(nb, nl, deltaOf(nb, nl, i, j),
                                              buckets, maxDistance);
@@ -1010,20 +1057,7 @@ LogicalResult WindowAttentionOp::buildAdjoint(OpBuilder &b,
               Value lastPos = arith::SubIOp::create(
                   nb, nl, i,
                   arith::ConstantIndexOp::create(nb, nl, includeSelf ? 0 : 1));
-              Value first;
-              if (blockLen == 0) {
-                first = arith::SubIOp::create(
-                    nb, nl, i,
-                    arith::ConstantIndexOp::create(
-                        nb, nl, includeSelf ? window - 1 : window));
-              } else {
-                Value len = arith::ConstantIndexOp::create(nb, nl, blockLen);
-                Value start = arith::MulIOp::create(
-                    nb, nl, arith::DivUIOp::create(nb, nl, i, len), len);
-                first = arith::SubIOp::create(
-                    nb, nl, start,
-                    arith::ConstantIndexOp::create(nb, nl, window));
-              }
+              Value first = firstPosition(nb, nl, i);
               return arith::AndIOp::create(
                          nb, nl,
                          cmpIndex(nb, nl, arith::CmpIPredicate::sge, pos,
@@ -1049,7 +1083,8 @@ LogicalResult WindowAttentionOp::buildAdjoint(OpBuilder &b,
             });
         Value out = softmaxReadout(b, loc, s, masked, values, resultLike);
         return out;
-      });
+      },
+      &band);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1065,8 +1100,8 @@ LogicalResult RelAttentionOp::buildAdjoint(OpBuilder &b,
   Location loc = getLoc();
   return attentionAdjoint(
       *this, getResult(), getQ(), getScale(), b, adjoint,
-      [&](const AttentionShape &s, double scale, Value q,
-          Value resultLike) -> FailureOr<Value> {
+      [&](const AttentionShape &s, double scale, Value q, Value resultLike,
+          ValueRange) -> FailureOr<Value> {
         int64_t n = s.n;
         if (n < 1)
           return FailureOr<Value>(

@@ -287,6 +287,30 @@ LogicalResult GatedLinearAttentionOp::inferReturnTypes(
   return success();
 }
 
+LogicalResult GatedLinearAttentionGradOp::verify() {
+  // The forward's operands must make a valid gla, and `dstate` its state.
+  auto qType = cast<RankedTensorType>(getQ().getType());
+  auto vType = cast<RankedTensorType>(getV().getType());
+  auto aType = cast<RankedTensorType>(getA().getType());
+  auto stateType = cast<RankedTensorType>(getDstate().getType());
+  if (qType.getRank() < 2 || vType.getRank() < 2 ||
+      !shapesCompatible(qType.getShape(), getK().getType().getShape()) ||
+      !shapesCompatible(aType.getShape(), qType.getShape()))
+    return emitOpError("'q', 'k' and 'a' must share one shape [..., T, dk]");
+  SmallVector<int64_t> want = replaceTail(
+      qType.getShape(), 2, {qType.getShape().back(), vType.getShape().back()});
+  if (!shapesCompatible(stateType.getShape(), want) ||
+      stateType.getElementType() != aType.getElementType() ||
+      (getInit() && !typesCompatible(getInit().getType(), stateType)))
+    return emitOpError("'dstate' (and 'init') must have the state type (")
+           << shapeStr(want) << " of " << aType.getElementType() << "), got "
+           << stateType;
+  if (getChunkSize() <= 0)
+    return emitOpError("'chunk_size' must be positive, got ")
+           << getChunkSize();
+  return success();
+}
+
 LogicalResult GatedLinearAttentionOp::verify() {
   auto qType = cast<RankedTensorType>(getQ().getType());
   auto kType = cast<RankedTensorType>(getK().getType());

@@ -150,10 +150,11 @@ def Recur_GatedLinearAttentionOp : Recur_Op<"gated_linear_attention",
 
     `algorithm` chooses the evaluation: `recurrent` (the loop above),
     `chunked` (intra-chunk matmuls with decays taken in log space relative to
-    the chunk start, and an inter-chunk state recurrence) or `auto` (chosen
-    from the shapes). `chunk_size` overrides the chunk length of the chunked
-    algorithm (and of `auto` when it picks chunked); it is an error with
-    `recurrent`.
+    the chunk start, and an inter-chunk state recurrence) or `auto` (the
+    compiler's choice: today the recurrent loop, the faster of the two
+    lowerings at every shape measured). `chunk_size` overrides the chunk
+    length of the chunked algorithm, and of the backward's recomputed chunks
+    whatever the algorithm; it is an error with `recurrent`.
 
     ```mlir
     %y, %S = recur.gated_linear_attention %q, %k, %v, %a
@@ -172,6 +173,55 @@ def Recur_GatedLinearAttentionOp : Recur_Op<"gated_linear_attention",
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $a (`init` `(` $init^ `:` type($init) `)`)?
     attr-dict `:` type($q) `,` type($k) `,` type($v) `,` type($a)
+  }];
+  let hasVerifier = 1;
+}
+
+def Recur_GatedLinearAttentionGradOp : Recur_Op<"gated_linear_attention_grad",
+    [Pure, AllTypesMatch<["q", "dq"]>,
+     AllTypesMatch<["k", "dk"]>, AllTypesMatch<["v", "dy", "dv"]>,
+     AllTypesMatch<["a", "da"]>, AllTypesMatch<["dstate", "dinit"]>]> {
+  let summary = "the reverse sweep of gated_linear_attention";
+  let description = [{
+    The cotangents of the operands of a `gated_linear_attention` with the
+    same `q`, `k`, `v`, `a` and `init`, given `dy`, the cotangent of its
+    output, and `dstate`, that of its final state (the state's type,
+    `[..., dk, dv]`). With `G_t` the cotangent of the state `S_t`
+    (`G_{T-1} = q_{T-1} dy_{T-1}^T + dstate`,
+    `G_t = q_t dy_t^T + conj(a_{t+1}) G_{t+1}`, rows scaled by the decays):
+
+        dq_t[i] = sum_j Re(S_t[i, j]) dy_t[j]
+        dk_t[i] = sum_j Re(G_t[i, j]) v_t[j]
+        dv_t[j] = sum_i Re(G_t[i, j]) k_t[i]
+        da_t[i] = sum_j G_t[i, j] conj(S_{t-1}[i, j])
+        dinit   = conj(a_0) G_0
+
+    (conj and Re are the identity for real decays; complex cotangents follow
+    PyTorch's convention, as every adjoint here). The state is recomputed:
+    the sweep keeps it at the start of every chunk of `chunk_size` steps,
+    then recomputes one chunk at a time in reverse, O(T / chunk_size + chunk_size)
+    states per leading index. Sums over a row may be reassociated (they
+    vectorize), so results agree with other orders to rounding.
+
+    ```mlir
+    %dq, %dk, %dv, %da, %dinit = recur.gated_linear_attention_grad
+        %q, %k, %v, %a, %dy, %dstate chunk 64
+        : tensor<2x4x64x16xf32>, tensor<2x4x64x16xf32>, tensor<2x4x64x16xf32>,
+          tensor<2x4x64x16xf32>, tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Recur_RealTensor:$q, Recur_RealTensor:$k,
+                       Recur_RealTensor:$v, Recur_ScanTensor:$a,
+                       Recur_RealTensor:$dy, Recur_ScanTensor:$dstate,
+                       Optional<Recur_ScanTensor>:$init,
+                       I64Attr:$chunk_size);
+  let results = (outs Recur_RealTensor:$dq, Recur_RealTensor:$dk,
+                      Recur_RealTensor:$dv, Recur_ScanTensor:$da,
+                      Recur_ScanTensor:$dinit);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $a `,` $dy `,` $dstate
+    (`init` `(` $init^ `:` type($init) `)`)? `chunk` $chunk_size attr-dict
+    `:` type($q) `,` type($k) `,` type($v) `,` type($a) `,` type($dstate)
   }];
   let hasVerifier = 1;
 }

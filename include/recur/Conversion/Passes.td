@@ -25,9 +25,10 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
       of `scan` inlined).
     - `gated_linear_attention`: per leading index (one nest of independent
       iterations) the matrix state (real or complex) is kept in the state
-      result. `recurrent`, and `auto` on a vector state (dk or dv of 1), run
-      the recurrence one step and one output column at a time. `chunked`,
-      and `auto` on a matrix state (a dynamic size counting as large), run
+      result. `recurrent` and `auto` run the recurrence one step at a time,
+      the state row by row (key index outer, output column inner, so the
+      inner loop runs over consecutive columns), each output summed over the
+      key index in order from zero. `chunked` runs
       chunks of `chunk_size` steps (64 by default): per chunk and key index,
       prefix sums of log|a| (and arg a for complex decays, the sign for real
       ones) in f64 with a count of exact zeros, so that a decay is exactly 0
@@ -91,6 +92,7 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "bufferization">
   ];
   let dependentDialects = [
+    "::mlir::affine::AffineDialect",
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::complex::ComplexDialect",

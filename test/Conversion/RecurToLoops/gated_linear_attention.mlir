@@ -1,9 +1,11 @@
 // RUN: recur-opt %s --convert-recur-to-loops --split-input-file | FileCheck %s --implicit-check-not=recur.
 
 // The recurrent algorithm (gla-chunked.mlir has the chunked one): per leading
-// index the state starts at zero, then for every step t and column j the inner
-// loop over i updates S[i, j] = a_t[i] S[i, j] + k_t[i] v_t[j] in the state
-// result and accumulates y_t[j] = sum_i q_t[i] S[i, j]. T is dynamic.
+// index the state starts at zero, then for every step t the output row y_t is
+// cleared and, for every key index i (a state row), the inner loop over the
+// columns j updates S[i, j] = a_t[i] S[i, j] + k_t[i] v_t[j] in the state
+// result and adds q_t[i] S[i, j] to y_t[j] (so y_t[j] sums over i in order
+// from zero). T is dynamic.
 
 // CHECK-LABEL: func.func @gla_real_dynamic
 // CHECK-SAME: (%[[Q:[^ ]+]]: tensor<2x?x3xf32>, %[[K:[^ ]+]]: tensor<2x?x3xf32>, %[[V:[^ ]+]]: tensor<2x?x4xf32>, %[[A:[^ ]+]]: tensor<2x?x3xf32>)
@@ -15,23 +17,26 @@
 // CHECK:     scf.for
 // CHECK:       %[[ZERO:[^ ]+]] = arith.constant 0.000000e+00 : f32
 // CHECK:       tensor.insert %[[ZERO]]
-// CHECK:   scf.for %[[TI:[^ ]+]] = %{{.+}} to %[[T]] step %{{.+}} iter_args(%{{.+}} = %[[YS]], %{{.+}} = %[[ZS]])
-// CHECK:     scf.for %[[J:[^ ]+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[YJ:[^ ]+]] = %{{.+}}, %{{.+}} = %{{.+}})
-// CHECK:       %[[VT:[^ ]+]] = tensor.extract %[[V]][%[[N]], %[[TI]], %[[J]]]
-// CHECK:       %[[YI:[^ ]+]]:2 = scf.for %[[I:[^ ]+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[S:[^ ]+]] = %{{.+}}, %[[ACC:[^ ]+]] = %{{.+}})
-// CHECK:         %[[AT:[^ ]+]] = tensor.extract %[[A]][%[[N]], %[[TI]], %[[I]]]
-// CHECK:         %[[KT:[^ ]+]] = tensor.extract %[[K]][%[[N]], %[[TI]], %[[I]]]
-// CHECK:         %[[QT:[^ ]+]] = tensor.extract %[[Q]][%[[N]], %[[TI]], %[[I]]]
+// CHECK:   scf.for %[[TI:[^ ]+]] = %{{.+}} to %[[T]] step %{{.+}} iter_args(%[[YT:[^ ]+]] = %[[YS]], %[[ST:[^ ]+]] = %[[ZS]])
+// CHECK:     %[[CLEARED:[^ ]+]] = scf.for %[[J0:[^ ]+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[YC:[^ ]+]] = %[[YT]])
+// CHECK:       %[[YZERO:[^ ]+]] = arith.constant 0.000000e+00 : f32
+// CHECK:       tensor.insert %[[YZERO]] into %[[YC]][%[[N]], %[[TI]], %[[J0]]]
+// CHECK:     scf.for %[[I:[^ ]+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%{{.+}} = %[[CLEARED]], %{{.+}} = %[[ST]])
+// CHECK:       %[[AT:[^ ]+]] = tensor.extract %[[A]][%[[N]], %[[TI]], %[[I]]]
+// CHECK:       %[[KT:[^ ]+]] = tensor.extract %[[K]][%[[N]], %[[TI]], %[[I]]]
+// CHECK:       %[[QT:[^ ]+]] = tensor.extract %[[Q]][%[[N]], %[[TI]], %[[I]]]
+// CHECK:       scf.for %[[J:[^ ]+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[YJ:[^ ]+]] = %{{.+}}, %[[S:[^ ]+]] = %{{.+}})
+// CHECK:         %[[VT:[^ ]+]] = tensor.extract %[[V]][%[[N]], %[[TI]], %[[J]]]
 // CHECK:         %[[KV:[^ ]+]] = arith.mulf %[[KT]], %[[VT]] : f32
 // CHECK:         %[[OLD:[^ ]+]] = tensor.extract %[[S]][%[[N]], %[[I]], %[[J]]]
 // CHECK:         %[[DEC:[^ ]+]] = arith.mulf %[[AT]], %[[OLD]] : f32
 // CHECK:         %[[NEW:[^ ]+]] = arith.addf %[[DEC]], %[[KV]] : f32
 // CHECK:         %[[SN:[^ ]+]] = tensor.insert %[[NEW]] into %[[S]][%[[N]], %[[I]], %[[J]]]
 // CHECK:         %[[TERM:[^ ]+]] = arith.mulf %[[QT]], %[[NEW]] : f32
+// CHECK:         %[[ACC:[^ ]+]] = tensor.extract %[[YJ]][%[[N]], %[[TI]], %[[J]]]
 // CHECK:         %[[SUM:[^ ]+]] = arith.addf %[[ACC]], %[[TERM]] : f32
-// CHECK:         scf.yield %[[SN]], %[[SUM]]
-// CHECK:       %[[YN:[^ ]+]] = tensor.insert %[[YI]]#1 into %[[YJ]][%[[N]], %[[TI]], %[[J]]]
-// CHECK:       scf.yield %[[YN]], %[[YI]]#0
+// CHECK:         %[[YN:[^ ]+]] = tensor.insert %[[SUM]] into %[[YJ]][%[[N]], %[[TI]], %[[J]]]
+// CHECK:         scf.yield %[[YN]], %[[SN]]
 func.func @gla_real_dynamic(%q: tensor<2x?x3xf32>, %k: tensor<2x?x3xf32>,
                             %v: tensor<2x?x4xf32>, %a: tensor<2x?x3xf32>)
     -> (tensor<2x?x4xf32>, tensor<2x3x4xf32>) {
@@ -55,9 +60,9 @@ func.func @gla_real_dynamic(%q: tensor<2x?x3xf32>, %k: tensor<2x?x3xf32>,
 // CHECK:       %[[INIT:[^ ]+]] = tensor.extract %[[S0]][%[[N]], %[[I0]], %[[J0]]]
 // CHECK:       tensor.insert %[[INIT]] into %{{.+}}[%[[N]], %[[I0]], %[[J0]]]
 // CHECK:   scf.for %[[TI:[^ ]+]] =
-// CHECK:     scf.for %[[J:[^ ]+]] =
-// CHECK:       scf.for %[[I:[^ ]+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[S:[^ ]+]] = %{{.+}}, %[[ACC:[^ ]+]] = %{{.+}}) -> (tensor<1x3x2xcomplex<f64>>, f64)
-// CHECK:         %[[AT:[^ ]+]] = tensor.extract %[[A]][%[[N]], %[[TI]], %[[I]]] : tensor<1x5x3xcomplex<f64>>
+// CHECK:     scf.for %[[I:[^ ]+]] =
+// CHECK:       %[[AT:[^ ]+]] = tensor.extract %[[A]][%[[N]], %[[TI]], %[[I]]] : tensor<1x5x3xcomplex<f64>>
+// CHECK:       scf.for %[[J:[^ ]+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[YJ:[^ ]+]] = %{{.+}}, %[[S:[^ ]+]] = %{{.+}}) -> (tensor<1x5x2xf64>, tensor<1x3x2xcomplex<f64>>)
 // CHECK:         %[[KV:[^ ]+]] = arith.mulf %{{.+}}, %{{.+}} : f64
 // CHECK:         %[[KVC:[^ ]+]] = complex.create %[[KV]], %{{.+}} : complex<f64>
 // CHECK:         %[[OLD:[^ ]+]] = tensor.extract %[[S]][%[[N]], %[[I]], %[[J]]]
@@ -66,6 +71,7 @@ func.func @gla_real_dynamic(%q: tensor<2x?x3xf32>, %k: tensor<2x?x3xf32>,
 // CHECK:         tensor.insert %[[NEW]] into %[[S]][%[[N]], %[[I]], %[[J]]]
 // CHECK:         %[[RE:[^ ]+]] = complex.re %[[NEW]] : complex<f64>
 // CHECK:         %[[TERM:[^ ]+]] = arith.mulf %{{.+}}, %[[RE]] : f64
+// CHECK:         %[[ACC:[^ ]+]] = tensor.extract %[[YJ]]
 // CHECK:         arith.addf %[[ACC]], %[[TERM]] : f64
 func.func @gla_complex_init(%q: tensor<1x5x3xf64>, %k: tensor<1x5x3xf64>,
                             %v: tensor<1x5x2xf64>,

@@ -126,14 +126,14 @@ func.func @gla_chunked_real(%q: tensor<2x?x3xf32>, %k: tensor<2x?x3xf32>,
 
 // -----
 
-// `auto` on a matrix state is chunked, with chunks of 64 steps by default;
-// T = 5 is static and shorter, so the scratch tensors have 5 (+ 1) rows. A
+// `chunked` without a chunk size takes chunks of 64 steps; T = 5 is static
+// and shorter, so the scratch tensors have 5 (+ 1) rows. A
 // complex decay: its zero test looks at both parts, and the prefix sums
 // log|a| and arg a in f64; a decay is exp(log sum) (cos + i sin)(arg sum),
 // of which the scores take only the real part. y reads Re(qd S) and the
 // state is updated with complex products, starting from `init`.
 
-// CHECK-LABEL: func.func @gla_auto_complex
+// CHECK-LABEL: func.func @gla_chunked_complex
 // CHECK-SAME: %[[A:[^ ]+]]: tensor<1x5x3xcomplex<f32>>, %[[S0:[^ ]+]]: tensor<1x3x2xcomplex<f32>>
 // CHECK: scf.for %[[N:[^ ]+]] =
 // CHECK:       tensor.extract %[[S0]][%[[N]], %{{.+}}, %{{.+}}]
@@ -185,13 +185,14 @@ func.func @gla_chunked_real(%q: tensor<2x?x3xf32>, %k: tensor<2x?x3xf32>,
 // CHECK:         %[[KEPT:[^ ]+]] = complex.mul %[[TOTAL]], %[[OLD]] : complex<f32>
 // CHECK:         %[[NEW:[^ ]+]] = complex.add %[[KEPT]], %[[KV]] : complex<f32>
 // CHECK:         tensor.insert %[[NEW]] into %{{.+}} : tensor<1x3x2xcomplex<f32>>
-func.func @gla_auto_complex(%q: tensor<1x5x3xf32>, %k: tensor<1x5x3xf32>,
-                            %v: tensor<1x5x2xf32>,
-                            %a: tensor<1x5x3xcomplex<f32>>,
-                            %s0: tensor<1x3x2xcomplex<f32>>)
+func.func @gla_chunked_complex(%q: tensor<1x5x3xf32>, %k: tensor<1x5x3xf32>,
+                               %v: tensor<1x5x2xf32>,
+                               %a: tensor<1x5x3xcomplex<f32>>,
+                               %s0: tensor<1x3x2xcomplex<f32>>)
     -> (tensor<1x5x2xf32>, tensor<1x3x2xcomplex<f32>>) {
   %y, %s = recur.gated_linear_attention %q, %k, %v, %a
       init(%s0 : tensor<1x3x2xcomplex<f32>>)
+      {algorithm = #recur.algorithm<chunked>}
       : tensor<1x5x3xf32>, tensor<1x5x3xf32>, tensor<1x5x2xf32>,
         tensor<1x5x3xcomplex<f32>>
   return %y, %s : tensor<1x5x2xf32>, tensor<1x3x2xcomplex<f32>>
@@ -199,8 +200,8 @@ func.func @gla_auto_complex(%q: tensor<1x5x3xf32>, %k: tensor<1x5x3xf32>,
 
 // -----
 
-// `auto` on a vector state (dv = 1) and `recurrent` on a matrix state keep
-// the recurrent loop: one step at a time, no chunk, no log or exp.
+// `auto` (on a vector state, dv = 1, or a matrix state) and `recurrent`
+// keep the recurrent loop: one step at a time, no chunk, no log or exp.
 
 // CHECK-LABEL: func.func @gla_auto_vector_state
 // CHECK-NOT: math.
@@ -234,6 +235,23 @@ func.func @gla_recurrent_matrix_state(%q: tensor<2x9x3xf64>,
     -> (tensor<2x9x4xf64>, tensor<2x3x4xf64>) {
   %y, %s = recur.gated_linear_attention %q, %k, %v, %a
       {algorithm = #recur.algorithm<recurrent>}
+      : tensor<2x9x3xf64>, tensor<2x9x3xf64>, tensor<2x9x4xf64>,
+        tensor<2x9x3xf64>
+  return %y, %s : tensor<2x9x4xf64>, tensor<2x3x4xf64>
+}
+
+// CHECK-LABEL: func.func @gla_auto_matrix_state
+// CHECK-NOT: math.
+// CHECK-NOT: arith.minsi
+// CHECK: %[[KV:[^ ]+]] = arith.mulf %{{.+}}, %{{.+}} : f64
+// CHECK: %[[DEC:[^ ]+]] = arith.mulf %{{.+}}, %{{.+}} : f64
+// CHECK: arith.addf %[[DEC]], %[[KV]] : f64
+// CHECK-NOT: math.
+// CHECK: return
+func.func @gla_auto_matrix_state(%q: tensor<2x9x3xf64>, %k: tensor<2x9x3xf64>,
+                                 %v: tensor<2x9x4xf64>, %a: tensor<2x9x3xf64>)
+    -> (tensor<2x9x4xf64>, tensor<2x3x4xf64>) {
+  %y, %s = recur.gated_linear_attention %q, %k, %v, %a
       : tensor<2x9x3xf64>, tensor<2x9x3xf64>, tensor<2x9x4xf64>,
         tensor<2x9x3xf64>
   return %y, %s : tensor<2x9x4xf64>, tensor<2x3x4xf64>

@@ -473,6 +473,31 @@ func.func @gla_init_real_for_complex_state(%q: tensor<16x8xf32>, %v: tensor<16x4
 
 // -----
 
+// gated_linear_attention_grad: the forward's operands and the state type.
+func.func @gla_grad_shapes(%q: tensor<16x8xf32>, %a: tensor<15x8xf32>, %v: tensor<16x4xf32>, %ds: tensor<8x4xf32>) {
+  // expected-error @+1 {{'recur.gated_linear_attention_grad' op 'q', 'k' and 'a' must share one shape [..., T, dk]}}
+  %dq, %dk, %dv, %da, %di = recur.gated_linear_attention_grad %q, %q, %v, %a, %v, %ds chunk 64 : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x4xf32>, tensor<15x8xf32>, tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @gla_grad_state_type(%q: tensor<16x8xf32>, %v: tensor<16x4xf32>, %ds: tensor<8x5xf32>) {
+  // expected-error @+1 {{'recur.gated_linear_attention_grad' op 'dstate' (and 'init') must have the state type (8x4 of 'f32'), got 'tensor<8x5xf32>'}}
+  %dq, %dk, %dv, %da, %di = recur.gated_linear_attention_grad %q, %q, %v, %q, %v, %ds chunk 64 : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x4xf32>, tensor<16x8xf32>, tensor<8x5xf32>
+  return
+}
+
+// -----
+
+func.func @gla_grad_chunk_size(%q: tensor<16x8xf32>, %v: tensor<16x4xf32>, %ds: tensor<8x4xf32>) {
+  // expected-error @+1 {{'recur.gated_linear_attention_grad' op 'chunk_size' must be positive, got 0}}
+  %dq, %dk, %dv, %da, %di = recur.gated_linear_attention_grad %q, %q, %v, %q, %v, %ds chunk 0 : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x4xf32>, tensor<16x8xf32>, tensor<8x4xf32>
+  return
+}
+
+// -----
+
 func.func @gla_chunk_size_zero(%q: tensor<16x8xf32>, %v: tensor<16x4xf32>) {
   // expected-error @+1 {{'recur.gated_linear_attention' op 'chunk_size' must be positive, got 0}}
   %y, %s = recur.gated_linear_attention %q, %q, %v, %q {algorithm = #recur.algorithm<chunked>, chunk_size = 0 : i64} : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x4xf32>, tensor<16x8xf32>

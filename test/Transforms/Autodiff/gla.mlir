@@ -14,20 +14,15 @@
 // CHECK:         recur.linear_scan {{.*}} along 1 reverse
 // CHECK:         return
 
-// By default the states are kept only at chunk boundaries (chunk_size 3:
-// ceil(7 / 3) = 3 chunks, the last of one step): a forward loop stacks
-// them, a reverse loop recomputes each chunk from its state and
-// differentiates it, writing the chunk's cotangents into the sequence's.
+// By default the backward is the reverse sweep gated_linear_attention_grad
+// (lowered by --convert-recur-to-loops: states kept at the boundaries of
+// chunks of chunk_size 3, each chunk recomputed), given the cotangents of
+// y and of the final state; its dinit is the initial state's.
 // CHUNKS-LABEL: func.func @gla_backward
-// CHUNKS:         %[[STACK:.*]] = tensor.empty() : tensor<3x2x4x3xcomplex<f32>>
-// CHUNKS:         %[[FWD:.*]]:2 = scf.for %{{.*}} = %c0 to %c3 {{.*}} iter_args(%{{.*}} = %arg4, %{{.*}} = %[[STACK]])
-// CHUNKS:           affine.min
-// CHUNKS:           recur.gated_linear_attention {{.*}} init(
-// CHUNKS:         %[[REV:.*]]:5 = scf.for %{{.*}} = %c0 to %c3 {{.*}} iter_args(%{{.*}} = %arg6,
-// CHUNKS:           tensor.extract_slice %[[FWD]]#1
-// CHUNKS:           recur.linear_scan {{.*}} : tensor<2x?x4xcomplex<f32>>, tensor<2x?x4x3xcomplex<f32>>
-// CHUNKS:           recur.linear_scan {{.*}} along 1 reverse
-// CHUNKS:         return %[[REV]]#1, %[[REV]]#2, %[[REV]]#3, %[[REV]]#4, %[[REV]]#0
+// CHUNKS-SAME:    (%[[Q:[^:]*]]: tensor<2x7x4xf32>, %[[K:[^:]*]]: tensor<2x7x4xf32>, %[[V:[^:]*]]: tensor<2x7x3xf32>, %[[A:[^:]*]]: tensor<2x7x4xcomplex<f32>>, %[[S0:[^:]*]]: tensor<2x4x3xcomplex<f32>>, %[[DY:[^:]*]]: tensor<2x7x3xf32> {recur.name = "d_", recur.role = "cotangent"}, %[[DS:[^:]*]]: tensor<2x4x3xcomplex<f32>> {recur.name = "d_", recur.role = "cotangent"})
+// CHUNKS-NOT:     recur.gated_linear_attention %
+// CHUNKS:         %[[DQ:[^,]*]], %[[DK:[^,]*]], %[[DV:[^,]*]], %[[DA:[^,]*]], %[[DI:[^ ]*]] = recur.gated_linear_attention_grad %[[Q]], %[[K]], %[[V]], %[[A]], %[[DY]], %[[DS]] init(%[[S0]] : tensor<2x4x3xcomplex<f32>>) chunk 3 :
+// CHUNKS:         return %[[DQ]], %[[DK]], %[[DV]], %[[DA]], %[[DI]] :
 func.func @gla(%q: tensor<2x7x4xf32>, %k: tensor<2x7x4xf32>, %v: tensor<2x7x3xf32>, %a: tensor<2x7x4xcomplex<f32>>, %s0: tensor<2x4x3xcomplex<f32>>) -> (tensor<2x7x3xf32>, tensor<2x4x3xcomplex<f32>>) {
   %y, %s = recur.gated_linear_attention %q, %k, %v, %a init(%s0 : tensor<2x4x3xcomplex<f32>>) {algorithm = #recur.algorithm<chunked>, chunk_size = 3 : i64} : tensor<2x7x4xf32>, tensor<2x7x4xf32>, tensor<2x7x3xf32>, tensor<2x7x4xcomplex<f32>>
   return %y, %s : tensor<2x7x3xf32>, tensor<2x4x3xcomplex<f32>>

@@ -7,6 +7,7 @@
 #ifndef RECUR_CONVERSION_RECURTOLOOPS_RECURTOLOOPS_H
 #define RECUR_CONVERSION_RECURTOLOOPS_RECURTOLOOPS_H
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir {
