@@ -781,15 +781,32 @@ LogicalResult attentionAdjoint(Operation *op, Value result, Value q,
           ts.kOffset = first;
           for (auto [segment, span] :
                llvm::zip_equal(band->segments, segmentSpan)) {
-            // [first, end) - at, clamped to [0, len).
+            // [first, end) - at, clamped to [0, len) (affine.max and
+            // affine.min, which recur-workspace-bound can bound).
             Value at = span.first, segmentLen = span.second;
-            auto clamp = [&](Value x) -> Value {
-              Value rel = arith::SubIOp::create(nb, nl, x, at);
-              return arith::MinSIOp::create(
-                  nb, nl, arith::MaxSIOp::create(nb, nl, rel, c0), segmentLen);
+            AffineExpr x = getAffineSymbolExpr(0, ctx),
+                       a = getAffineSymbolExpr(1, ctx);
+            auto clamp = [&](Value v) -> Value {
+              Value rel = affine::AffineMaxOp::create(
+                  nb, nl,
+                  AffineMap::get(0, 2, {x - a, getAffineConstantExpr(0, ctx)},
+                                 ctx),
+                  ValueRange{v, at});
+              return affine::AffineMinOp::create(
+                  nb, nl, AffineMap::get(0, 2, {x, a}, ctx),
+                  ValueRange{rel, segmentLen});
             };
             Value lo = clamp(first), hi = clamp(end);
-            Value size = arith::SubIOp::create(nb, nl, hi, lo);
+            // hi - lo, never more than the segment: said with affine.min so
+            // that the bound is seen (an affine.min has no lower bound).
+            Value size = affine::AffineMinOp::create(
+                nb, nl,
+                AffineMap::get(0, 3,
+                               {getAffineSymbolExpr(0, ctx) -
+                                    getAffineSymbolExpr(1, ctx),
+                                getAffineSymbolExpr(2, ctx)},
+                               ctx),
+                ValueRange{hi, lo, segmentLen});
             for (unsigned number : segment) {
               operands[number] =
                   sliceAlong(nb, nl, op->getOperand(number), n, lo, size);
@@ -861,14 +878,21 @@ LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, AdjointBuilder &adjoint) {
     int64_t n = getQ().getType().getRank() - 2;
     Value tq = tensor::DimOp::create(nb, nl, getQ(), n);
     Value tk = tensor::DimOp::create(nb, nl, getK(), n);
-    Value end = arith::AddIOp::create(
-        nb, nl, arith::AddIOp::create(nb, nl, start, len),
-        arith::SubIOp::create(nb, nl, tk, tq));
-    end = arith::MinSIOp::create(
+    // min(max(start + len + Tk - Tq, 0), Tk), with affine ops that
+    // recur-workspace-bound can bound.
+    MLIRContext *ctx = nb.getContext();
+    AffineExpr s = getAffineSymbolExpr(0, ctx), l = getAffineSymbolExpr(1, ctx),
+               k = getAffineSymbolExpr(2, ctx), q = getAffineSymbolExpr(3, ctx);
+    Value end = affine::AffineMaxOp::create(
         nb, nl,
-        arith::MaxSIOp::create(nb, nl, end,
-                               arith::ConstantIndexOp::create(nb, nl, 0)),
-        tk);
+        AffineMap::get(0, 4, {s + l + k - q, getAffineConstantExpr(0, ctx)},
+                       ctx),
+        ValueRange{start, len, tk, tq});
+    end = affine::AffineMinOp::create(
+        nb, nl, AffineMap::get(0, 2, {getAffineSymbolExpr(0, ctx),
+                                      getAffineSymbolExpr(1, ctx)},
+                               ctx),
+        ValueRange{end, tk});
     return std::pair<Value, Value>(arith::ConstantIndexOp::create(nb, nl, 0),
                                    end);
   };
@@ -963,18 +987,27 @@ LogicalResult WindowAttentionOp::buildAdjoint(OpBuilder &b,
   };
   // Over [cache; k] (key j at position j - C): queries [start, start + len)
   // see keys from the first query's first position to the last query.
+  // Affine ops, which recur-workspace-bound can bound.
   auto bandRange = [&](OpBuilder &nb, Location nl, Value start, Value len) {
+    MLIRContext *ctx = nb.getContext();
     int64_t n = getQ().getType().getRank() - 2;
     Value cacheLen = kcNumber ? tensor::DimOp::create(nb, nl, getKCache(), n)
                                     .getResult()
                               : arith::ConstantIndexOp::create(nb, nl, 0)
                                     .getResult();
-    Value first = arith::MaxSIOp::create(
+    AffineExpr i = getAffineSymbolExpr(0, ctx), c = getAffineSymbolExpr(1, ctx),
+               l = getAffineSymbolExpr(2, ctx);
+    AffineExpr firstPos =
+        blockLen == 0 ? i - (includeSelf ? window - 1 : window)
+                      : i.floorDiv(blockLen) * blockLen - window;
+    Value first = affine::AffineMaxOp::create(
         nb, nl,
-        arith::AddIOp::create(nb, nl, firstPosition(nb, nl, start), cacheLen),
-        arith::ConstantIndexOp::create(nb, nl, 0));
-    Value end = arith::AddIOp::create(
-        nb, nl, arith::AddIOp::create(nb, nl, start, len), cacheLen);
+        AffineMap::get(0, 2, {firstPos + c, getAffineConstantExpr(0, ctx)},
+                       ctx),
+        ValueRange{start, cacheLen});
+    Value end = affine::AffineApplyOp::create(
+        nb, nl, AffineMap::get(0, 3, i + l + c, ctx),
+        ValueRange{start, cacheLen, len});
     return std::pair<Value, Value>(first, end);
   };
   KeyBand band;

@@ -190,8 +190,10 @@ def RecurWorkspaceBound : Pass<"recur-workspace-bound",
     and returning an upper bound, in bytes, on what F's allocations hold at
     once: the sum over its `memref.alloc` ops of the element size times an
     upper bound of each size in terms of F's arguments (from the value
-    bounds of loop induction variables, `affine.min` and `memref.dim`),
-    times the possible live copies: the threads for each enclosing
+    bounds of loop induction variables, `affine.min` and `memref.dim`;
+    where those find none, a sum is bounded by the sum of its terms' bounds
+    and an `affine.min` by any of its results that is a constant or a
+    bounded operand), times the possible live copies: the threads for each enclosing
     `scf.parallel`, and two for each enclosing sequential loop that carries
     buffers (the previous iteration's and the new one; the deallocation
     pipeline frees every other buffer within its iteration). The runtime's

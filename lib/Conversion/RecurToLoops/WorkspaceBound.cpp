@@ -107,6 +107,32 @@ private:
         if (succeeded(size))
           return *size;
       }
+    // What the value bounds miss (an affine.min among affine.min and
+    // affine.max of loop-dependent values, as the band of keys a tile of
+    // attention queries sees): a sum is bounded by the sum of its terms'
+    // bounds, an affine.min by any of its results that is a constant or an
+    // operand with a bound.
+    if (auto sum = value.getDefiningOp<arith::AddIOp>()) {
+      Value lhs = valueBoundOrNull(sum.getLhs());
+      Value rhs = lhs ? valueBoundOrNull(sum.getRhs()) : nullptr;
+      if (lhs && rhs)
+        return arith::AddIOp::create(b, loc, lhs, rhs);
+    }
+    if (auto min = value.getDefiningOp<affine::AffineMinOp>()) {
+      AffineMap map = min.getMap();
+      for (AffineExpr e : map.getResults()) {
+        if (auto c = dyn_cast<AffineConstantExpr>(e))
+          return arith::ConstantIndexOp::create(b, loc, c.getValue());
+        Value operand;
+        if (auto d = dyn_cast<AffineDimExpr>(e))
+          operand = min.getMapOperands()[d.getPosition()];
+        else if (auto sym = dyn_cast<AffineSymbolExpr>(e))
+          operand = min.getMapOperands()[map.getNumDims() + sym.getPosition()];
+        if (operand)
+          if (Value bound = valueBoundOrNull(operand))
+            return bound;
+      }
+    }
     return nullptr;
   }
 

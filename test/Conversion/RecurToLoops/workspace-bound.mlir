@@ -95,3 +95,40 @@ func.func @copy_of_loop_result(%x: memref<?xf32>, %y: memref<?xf32>, %c: i1) -> 
   %copy = memref.alloc(%d) : memref<?xf32>
   return %copy : memref<?xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @band_workspace
+// CHECK-SAME:    (%[[K:.*]]: memref<?xf32>, %[[C:.*]]: memref<3xf32>, %{{.*}}: index) -> index
+// CHECK:         %[[N:.*]] = memref.dim %[[K]], %{{.*}}
+// CHECK:         %[[ROWS:.*]] = arith.addi %[[N]], %c3
+// CHECK:         %[[BYTES:.*]] = arith.muli %[[ROWS]], %c4
+// CHECK:         return %[[BYTES]]
+// A tile's band of keys, as the attention backward cuts it: the rows it
+// takes of a 3-row cache and of the n keys, each hi - lo with hi and lo
+// clamped to the segment, then laid end to end. The value bounds alone
+// find no bound for the clamped difference; the bound of a sum is the sum
+// of its terms' bounds and that of an affine.min any result's: 3 + n rows.
+func.func @band(%k: memref<?xf32>, %cache: memref<3xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %n = memref.dim %k, %c0 : memref<?xf32>
+  %tiles = affine.apply affine_map<()[s0] -> (s0 ceildiv 64)>()[%n]
+  scf.for %i = %c0 to %tiles step %c1 {
+    %first = affine.max affine_map<(d0) -> (d0 * 64 - 5, 0)>(%i)
+    %end = affine.min affine_map<(d0)[s0] -> (d0 * 64 + 67, s0 + 3)>(%i)[%n]
+    %clo = affine.min affine_map<()[s0] -> (s0, 3)>()[%first]
+    %chi = affine.min affine_map<()[s0] -> (s0, 3)>()[%end]
+    %csz = affine.min affine_map<()[s0, s1] -> (s0 - s1, 3)>()[%chi, %clo]
+    %klo0 = affine.max affine_map<()[s0] -> (s0 - 3, 0)>()[%first]
+    %klo = affine.min affine_map<()[s0, s1] -> (s0, s1)>()[%klo0, %n]
+    %khi0 = affine.max affine_map<()[s0] -> (s0 - 3, 0)>()[%end]
+    %khi = affine.min affine_map<()[s0, s1] -> (s0, s1)>()[%khi0, %n]
+    %ksz = affine.min affine_map<()[s0, s1, s2] -> (s2, s0 - s1)>()[%khi, %klo, %n]
+    %rows = arith.addi %csz, %ksz : index
+    %band = memref.alloc(%rows) : memref<?xf32>
+    memref.dealloc %band : memref<?xf32>
+  }
+  return
+}
