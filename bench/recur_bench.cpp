@@ -12,7 +12,7 @@
 // `flops`, a rate), so bench/run.py can print ratios; docs/performance.md
 // says how the FLOPs are counted.
 //
-//   recur-bench [--threads=N] [--tiny] [Google Benchmark options]
+//   recur-bench [--threads=N] [--tiny] [--seq=T] [Google Benchmark options]
 //
 // --tiny runs every benchmark at a tiny size (CI checks that they run);
 // --threads sets the threads of everything (default 2).
@@ -47,6 +47,8 @@ namespace {
 
 int gThreads = 2;
 bool gTiny = false;
+/// --seq=N: the sequence length of the gla and window cases (0: theirs).
+int64_t gSeq = 0;
 
 //===----------------------------------------------------------------------===//
 // Shapes (the CPU performance issue's; --tiny shrinks them)
@@ -70,6 +72,8 @@ Shapes shapes() {
     s.brtT = 512;
     s.gemm = 64;
   }
+  if (gSeq > 0)
+    s.glaT = s.winT = gSeq;
   return s;
 }
 
@@ -511,13 +515,26 @@ int main(int argc, char **argv) {
       gTiny = true;
     else if (arg.rfind("--threads=", 0) == 0)
       gThreads = std::max(1, std::atoi(arg.c_str() + 10));
+    else if (arg.rfind("--seq=", 0) == 0) {
+      gSeq = std::atoll(arg.c_str() + 6);
+      if (gSeq < 1) {
+        std::fprintf(stderr, "recur-bench: --seq must be a positive length, "
+                             "not '%s'\n",
+                     arg.c_str() + 6);
+        return 2;
+      }
+    }
     else if (arg == "--help" || arg == "-h") {
       std::printf(
-          "usage: recur-bench [--threads=N] [--tiny] [benchmark options]\n\n"
+          "usage: recur-bench [--threads=N] [--tiny] [--seq=T] [benchmark "
+          "options]\n\n"
           "Times Recur's compiled layers against a streaming copy, OpenBLAS\n"
           "sgemm and plain C++ loops on the same threads (default 2);\n"
-          "--tiny runs each once at a tiny size. `make bench` (bench/run.py)\n"
-          "adds the peers and prints the ratios; see docs/performance.md.\n");
+          "--tiny runs each once at a tiny size; --seq=T sets the sequence\n"
+          "length of the gla and window cases (default 4096 and 8192).\n"
+          "`make bench` (bench/run.py) adds the peers and prints the ratios;\n"
+          "bench/plot.py plots throughput against T; see "
+          "docs/performance.md.\n");
       return 0;
     } else
       rest.push_back(argv[i]);

@@ -5,7 +5,7 @@
 # nothing else; progress and diagnostics go to stderr. See
 # bench/peers/README.md.
 #
-#   scripts/bench-peers.sh [--tiny] [--threads N] [--runs N]
+#   scripts/bench-peers.sh [--tiny] [--threads N] [--runs N] [--seq T]
 #                          [--skip-install | --install]
 #
 # --tiny         every case once at tiny sizes (a smoke test). Implies
@@ -13,6 +13,8 @@
 # --threads N    threads for ggml, torch and OpenMP (default 2).
 # --runs N       timed runs per case, after one warm-up (default 5; 1 with
 #                --tiny); each line reports the median.
+# --seq T        the sequence length of the gla and window cases instead
+#                of 4096 and 8192; the scans are skipped (bench/plot.py).
 # --skip-install use what is already in the work dir; a peer that is not
 #                there is skipped with a line on stderr.
 # --install      install what is missing even with --tiny.
@@ -33,11 +35,13 @@ tiny=0
 threads=2
 runs=""
 install=""
+seq=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --tiny) tiny=1 ;;
     --threads) threads="${2:?--threads needs a value}"; shift ;;
     --runs) runs="${2:?--runs needs a value}"; shift ;;
+    --seq) seq="${2:?--seq needs a value}"; shift ;;
     --skip-install) install=0 ;;
     --install) install=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -48,6 +52,9 @@ done
 case "$threads" in ''|*[!0-9]*|0) echo "bench-peers: --threads must be a positive integer" >&2; exit 2 ;; esac
 if [ -z "$runs" ]; then runs=$([ "$tiny" = 1 ] && echo 1 || echo 5); fi
 case "$runs" in ''|*[!0-9]*|0) echo "bench-peers: --runs must be a positive integer" >&2; exit 2 ;; esac
+case "$seq" in ''|*[!0-9]*|0) [ -z "$seq" ] || { echo "bench-peers: --seq must be a positive integer" >&2; exit 2; } ;; esac
+seq_flag=()
+[ -n "$seq" ] && seq_flag=(--seq "$seq")
 if [ -z "$install" ]; then install=$([ "$tiny" = 1 ] && echo 0 || echo 1); fi
 
 export OMP_NUM_THREADS="$threads"
@@ -163,14 +170,16 @@ compile_ggml_bench() {
 ggml_ready() { ggml_libs_built && compile_ggml_bench; }
 
 run_ggml() {
-  run_case ggml "ssm_scan:scan_f32" \
-    "$ggml_bench" --case scan --threads "$threads" --runs "$runs" "${tiny_flag[@]}"
-  say "ggml: scan_c64 skipped (ggml has no complex types)"
+  if [ -z "$seq" ]; then
+    run_case ggml "ssm_scan:scan_f32" \
+      "$ggml_bench" --case scan --threads "$threads" --runs "$runs" "${tiny_flag[@]}"
+    say "ggml: scan_c64 skipped (ggml has no complex types)"
+  fi
   run_case ggml "gated_linear_attn:gla_fwd rwkv_wkv6:gla_fwd" \
-    "$ggml_bench" --case gla --threads "$threads" --runs "$runs" "${tiny_flag[@]}"
+    "$ggml_bench" --case gla --threads "$threads" --runs "$runs" "${tiny_flag[@]}" "${seq_flag[@]}"
   say "ggml: gla_bwd and window_bwd skipped (no backward for these ops)"
   run_case ggml "flash_attn_ext:window_fwd" \
-    "$ggml_bench" --case window --threads "$threads" --runs "$runs" "${tiny_flag[@]}"
+    "$ggml_bench" --case window --threads "$threads" --runs "$runs" "${tiny_flag[@]}" "${seq_flag[@]}"
 }
 
 # --- PyTorch ------------------------------------------------------------------
@@ -199,9 +208,11 @@ install_torch() {
 
 run_torch() {
   local py=("$venv/bin/python" "$root/bench/peers/torch_bench.py"
-            --threads "$threads" --runs "$runs" "${tiny_flag[@]}")
-  run_case torch "associative_scan:scan_f32" "${py[@]}" --case scan_f32
-  run_case torch "associative_scan:scan_c64" "${py[@]}" --case scan_c64
+            --threads "$threads" --runs "$runs" "${tiny_flag[@]}" "${seq_flag[@]}")
+  if [ -z "$seq" ]; then
+    run_case torch "associative_scan:scan_f32" "${py[@]}" --case scan_f32
+    run_case torch "associative_scan:scan_c64" "${py[@]}" --case scan_c64
+  fi
   run_case torch "chunked_gla:gla_fwd chunked_gla:gla_bwd" "${py[@]}" --case gla
   run_case torch "sdpa_band:window_fwd sdpa_band:window_bwd flex_attention:window_fwd flex_attention:window_bwd" \
     "${py[@]}" --case window

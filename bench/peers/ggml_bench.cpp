@@ -3,6 +3,7 @@
 // Part of the Recur project.
 //
 // ggml_bench --case scan|gla|window [--tiny] [--threads N] [--runs N]
+//            [--seq T]   (T of the gla and window cases: 4096, 8192)
 //
 // Times ggml's CPU kernels on the shapes of bench/layers.recur and prints one
 // JSON object per line on stdout (see bench/peers/README.md); progress goes
@@ -38,6 +39,7 @@ namespace {
 struct Options {
   std::string caseName;
   bool tiny = false;
+  int64_t seq = 0; // --seq: T of the gla and window cases (0: theirs)
   int threads = 2;
   int runs = 5;
 };
@@ -352,7 +354,8 @@ using GlaOp = std::function<ggml_tensor *(ggml_context *, GlaInputs &)>;
 void runGlaOp(const Options &opts, const char *impl, const GlaOp &op, bool wkv6,
               const std::string &note) {
   checkAndTime(
-      opts, impl, "gla_fwd", GlaShape{1, 2, 256, 64}, GlaShape{4, 8, 4096, 64},
+      opts, impl, "gla_fwd", GlaShape{1, 2, 256, 64},
+      GlaShape{4, 8, opts.seq > 0 ? opts.seq : 4096, 64},
       glaBytes, 3,
       [&](ggml_context *ctx, const GlaShape &shape, Rng &rng) {
         auto in = std::make_shared<GlaInputs>(ctx, shape, rng);
@@ -469,7 +472,7 @@ struct WindowCase {
 void runWindow(const Options &opts) {
   checkAndTime(
       opts, "flash_attn_ext", "window_fwd", WindowShape{2, 512, 64, 64},
-      WindowShape{8, 8192, 512, 64}, windowBytes, 5,
+      WindowShape{8, opts.seq > 0 ? opts.seq : 8192, 512, 64}, windowBytes, 5,
       [](ggml_context *ctx, const WindowShape &shape, Rng &rng) {
         auto c = std::make_shared<WindowCase>(ctx, shape, rng);
         return std::make_pair(c->out,
@@ -500,13 +503,16 @@ Options parse(int argc, char **argv) {
       opts.threads = std::atoi(value().c_str());
     else if (arg == "--runs")
       opts.runs = std::atoi(value().c_str());
+    else if (arg == "--seq")
+      opts.seq = std::atoll(value().c_str());
     else {
       std::fprintf(stderr, "ggml_bench: unknown argument %s\n", arg.c_str());
       std::exit(2);
     }
   }
-  if (opts.threads < 1 || opts.runs < 1) {
-    std::fprintf(stderr, "ggml_bench: --threads and --runs must be >= 1\n");
+  if (opts.threads < 1 || opts.runs < 1 || opts.seq < 0) {
+    std::fprintf(stderr,
+                 "ggml_bench: --threads and --runs must be >= 1, --seq >= 0\n");
     std::exit(2);
   }
   return opts;

@@ -2,6 +2,7 @@
 """PyTorch CPU peers of the benchmark cases in bench/layers.recur.
 
     torch_bench.py --case scan|gla|window [--tiny] [--threads N] [--runs N]
+                   [--seq T]  (T of the gla and window cases: 4096, 8192)
 
 Prints one JSON object per line on stdout (bench/peers/README.md lists the
 fields); progress and diagnostics go to stderr. Run by
@@ -227,7 +228,7 @@ def gla_inputs(B, H, T, d, gen):
 
 
 def run_gla(bench):
-    tiny, full = (1, 2, 256, 64), (4, 8, 4096, 64)
+    tiny, full = (1, 2, 256, 64), (4, 8, bench.args.seq or 4096, 64)
     B, H, T, d = tiny if bench.args.tiny else full
     shape_str = f"B={B} H={H} T={T} dk={d} dv={d}"
     impl = "chunked_gla"
@@ -279,7 +280,7 @@ def window_inputs(H, T, d, gen):
 
 
 def run_window(bench):
-    tiny, full = (2, 512, 64, 64), (8, 8192, 512, 64)
+    tiny, full = (2, 512, 64, 64), (8, bench.args.seq or 8192, 512, 64)
     H, T, W, d = tiny if bench.args.tiny else full
     shape_str = f"B=1 H={H} T={T} W={W} d={d}"
     gen = torch.Generator().manual_seed(SEED)
@@ -363,6 +364,8 @@ def main():
     parser.add_argument("--tiny", action="store_true")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--seq", type=int, default=0,
+                        help="T of the gla and window cases (4096, 8192)")
     args = parser.parse_args()
     torch.manual_seed(SEED)
     torch.set_num_threads(args.threads)
