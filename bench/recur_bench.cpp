@@ -518,13 +518,13 @@ int main(int argc, char **argv) {
     else if (arg.rfind("--seq=", 0) == 0) {
       gSeq = std::atoll(arg.c_str() + 6);
       if (gSeq < 1) {
-        std::fprintf(stderr, "recur-bench: --seq must be a positive length, "
-                             "not '%s'\n",
+        std::fprintf(stderr,
+                     "recur-bench: --seq must be a positive length, "
+                     "not '%s'\n",
                      arg.c_str() + 6);
         return 2;
       }
-    }
-    else if (arg == "--help" || arg == "-h") {
+    } else if (arg == "--help" || arg == "-h") {
       std::printf(
           "usage: recur-bench [--threads=N] [--tiny] [--seq=T] [benchmark "
           "options]\n\n"

@@ -355,8 +355,7 @@ void runGlaOp(const Options &opts, const char *impl, const GlaOp &op, bool wkv6,
               const std::string &note) {
   checkAndTime(
       opts, impl, "gla_fwd", GlaShape{1, 2, 256, 64},
-      GlaShape{4, 8, opts.seq > 0 ? opts.seq : 4096, 64},
-      glaBytes, 3,
+      GlaShape{4, 8, opts.seq > 0 ? opts.seq : 4096, 64}, glaBytes, 3,
       [&](ggml_context *ctx, const GlaShape &shape, Rng &rng) {
         auto in = std::make_shared<GlaInputs>(ctx, shape, rng);
         return std::make_pair(op(ctx, *in), [in, shape, wkv6] {

@@ -11,6 +11,7 @@
 #include "Recur/IR/Recur.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -672,9 +673,9 @@ Value cmpIndex(OpBuilder &b, Location loc, arith::CmpIPredicate p, Value x,
 /// them, or a tile) and returns its output; `resultLike` has its shape.
 /// `operands` are the op's operands, those of a KeyBand's segments cut to
 /// the keys the tile can see (`AttentionShape::kOffset` is the first one).
-using AttentionBuild = function_ref<FailureOr<Value>(
-    const AttentionShape &, double, Value q, Value resultLike,
-    ValueRange operands)>;
+using AttentionBuild =
+    function_ref<FailureOr<Value>(const AttentionShape &, double, Value q,
+                                  Value resultLike, ValueRange operands)>;
 
 /// The keys a tile of queries can see, for ops whose queries see a band of
 /// them: the key operands as segments laid end to end along the key
@@ -801,11 +802,11 @@ LogicalResult attentionAdjoint(Operation *op, Value result, Value q,
             // that the bound is seen (an affine.min has no lower bound).
             Value size = affine::AffineMinOp::create(
                 nb, nl,
-                AffineMap::get(0, 3,
-                               {getAffineSymbolExpr(0, ctx) -
-                                    getAffineSymbolExpr(1, ctx),
-                                getAffineSymbolExpr(2, ctx)},
-                               ctx),
+                AffineMap::get(
+                    0, 3,
+                    {getAffineSymbolExpr(0, ctx) - getAffineSymbolExpr(1, ctx),
+                     getAffineSymbolExpr(2, ctx)},
+                    ctx),
                 ValueRange{hi, lo, segmentLen});
             for (unsigned number : segment) {
               operands[number] =
@@ -831,9 +832,8 @@ LogicalResult attentionAdjoint(Operation *op, Value result, Value q,
           Value part = tensor::ExtractSliceOp::create(nb, nl, acc, r.offsets,
                                                       r.sizes, r.strides);
           return tensor::InsertSliceOp::create(nb, nl,
-                                               addValues(nb, nl, part, ct),
-                                               acc, r.offsets, r.sizes,
-                                               r.strides)
+                                               addValues(nb, nl, part, ct), acc,
+                                               r.offsets, r.sizes, r.strides)
               .getResult();
         };
         SmallVector<Value> next;
@@ -889,9 +889,10 @@ LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, AdjointBuilder &adjoint) {
                        ctx),
         ValueRange{start, len, tk, tq});
     end = affine::AffineMinOp::create(
-        nb, nl, AffineMap::get(0, 2, {getAffineSymbolExpr(0, ctx),
-                                      getAffineSymbolExpr(1, ctx)},
-                               ctx),
+        nb, nl,
+        AffineMap::get(
+            0, 2, {getAffineSymbolExpr(0, ctx), getAffineSymbolExpr(1, ctx)},
+            ctx),
         ValueRange{end, tk});
     return std::pair<Value, Value>(arith::ConstantIndexOp::create(nb, nl, 0),
                                    end);
@@ -971,19 +972,11 @@ LogicalResult WindowAttentionOp::buildAdjoint(OpBuilder &b,
     kcNumber = getKCacheMutable()[0].getOperandNumber();
     vcNumber = getVCacheMutable()[0].getOperandNumber();
   }
-  // The first position query `i` sees (as in the mask below); it never
-  // decreases with i.
-  auto firstPosition = [&](OpBuilder &nb, Location nl, Value i) -> Value {
-    if (blockLen == 0)
-      return arith::SubIOp::create(
-          nb, nl, i,
-          arith::ConstantIndexOp::create(nb, nl,
-                                         includeSelf ? window - 1 : window));
-    Value len = arith::ConstantIndexOp::create(nb, nl, blockLen);
-    Value start = arith::MulIOp::create(
-        nb, nl, arith::DivUIOp::create(nb, nl, i, len), len);
-    return arith::SubIOp::create(nb, nl, start,
-                                 arith::ConstantIndexOp::create(nb, nl, window));
+  // The first position query `i` sees, one expression for the mask below
+  // and the band of a tile of queries (it never decreases with i).
+  auto firstPositionExpr = [&](AffineExpr i) {
+    return blockLen == 0 ? i - (includeSelf ? window - 1 : window)
+                         : i.floorDiv(blockLen) * blockLen - window;
   };
   // Over [cache; k] (key j at position j - C): queries [start, start + len)
   // see keys from the first query's first position to the last query.
@@ -991,19 +984,16 @@ LogicalResult WindowAttentionOp::buildAdjoint(OpBuilder &b,
   auto bandRange = [&](OpBuilder &nb, Location nl, Value start, Value len) {
     MLIRContext *ctx = nb.getContext();
     int64_t n = getQ().getType().getRank() - 2;
-    Value cacheLen = kcNumber ? tensor::DimOp::create(nb, nl, getKCache(), n)
-                                    .getResult()
-                              : arith::ConstantIndexOp::create(nb, nl, 0)
-                                    .getResult();
+    Value cacheLen =
+        kcNumber ? tensor::DimOp::create(nb, nl, getKCache(), n).getResult()
+                 : arith::ConstantIndexOp::create(nb, nl, 0).getResult();
     AffineExpr i = getAffineSymbolExpr(0, ctx), c = getAffineSymbolExpr(1, ctx),
                l = getAffineSymbolExpr(2, ctx);
-    AffineExpr firstPos =
-        blockLen == 0 ? i - (includeSelf ? window - 1 : window)
-                      : i.floorDiv(blockLen) * blockLen - window;
     Value first = affine::AffineMaxOp::create(
         nb, nl,
-        AffineMap::get(0, 2, {firstPos + c, getAffineConstantExpr(0, ctx)},
-                       ctx),
+        AffineMap::get(
+            0, 2, {firstPositionExpr(i) + c, getAffineConstantExpr(0, ctx)},
+            ctx),
         ValueRange{start, cacheLen});
     Value end = affine::AffineApplyOp::create(
         nb, nl, AffineMap::get(0, 3, i + l + c, ctx),
@@ -1090,7 +1080,10 @@ LogicalResult WindowAttentionOp::buildAdjoint(OpBuilder &b,
               Value lastPos = arith::SubIOp::create(
                   nb, nl, i,
                   arith::ConstantIndexOp::create(nb, nl, includeSelf ? 0 : 1));
-              Value first = firstPosition(nb, nl, i);
+              Value first = affine::expandAffineExpr(
+                  nb, nl,
+                  firstPositionExpr(getAffineDimExpr(0, nb.getContext())),
+                  ValueRange{i}, ValueRange{});
               return arith::AndIOp::create(
                          nb, nl,
                          cmpIndex(nb, nl, arith::CmpIPredicate::sge, pos,

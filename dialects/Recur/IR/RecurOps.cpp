@@ -306,8 +306,7 @@ LogicalResult GatedLinearAttentionGradOp::verify() {
            << shapeStr(want) << " of " << aType.getElementType() << "), got "
            << stateType;
   if (getChunkSize() <= 0)
-    return emitOpError("'chunk_size' must be positive, got ")
-           << getChunkSize();
+    return emitOpError("'chunk_size' must be positive, got ") << getChunkSize();
   return success();
 }
 

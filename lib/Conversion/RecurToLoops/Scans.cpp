@@ -740,8 +740,8 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
     // and y (it vectorizes), and y_t[j] sums over i in increasing order from
     // zero, as a dot product would. The state lives in the `state` result,
     // updated in place.
-    auto step = [&](OpBuilder &b, Location l, ValueRange lead, Value t,
-                    Value y, Value state) {
+    auto step = [&](OpBuilder &b, Location l, ValueRange lead, Value t, Value y,
+                    Value state) {
       Value zero = indexConst(b, l, 0);
       Value cleared = buildLoop(
           b, l, zero, sizes.dv, ValueRange{y},
@@ -759,8 +759,7 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
             Value qt = extractAt(ib, il, op.getQ(), kIdx);
             return buildLoop(
                 ib, il, zero, sizes.dv, rowIter,
-                [&](OpBuilder &jb, Location jl, ValueRange j,
-                    ValueRange iter) {
+                [&](OpBuilder &jb, Location jl, ValueRange j, ValueRange iter) {
                   SmallVector<Value> vIdx =
                       concatIndices(lead, ValueRange{t, j[0]});
                   SmallVector<Value> sIdx =
@@ -768,9 +767,9 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
                   Value vt = extractAt(jb, jl, op.getV(), vIdx);
                   Value kv = arith::MulFOp::create(jb, jl, kt, vt);
                   if (complexState)
-                    kv = complex::CreateOp::create(
-                        jb, jl, stateType.getElementType(), kv,
-                        zeroOf(jb, jl, elem));
+                    kv = complex::CreateOp::create(jb, jl,
+                                                   stateType.getElementType(),
+                                                   kv, zeroOf(jb, jl, elem));
                   Value prev = extractAt(jb, jl, iter[1], sIdx);
                   Value s = add(jb, jl, mul(jb, jl, at, prev), kv);
                   Value newState = insertAt(jb, jl, s, iter[1], sIdx);
@@ -779,8 +778,8 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
                   Value term = arith::MulFOp::create(jb, jl, qt, sRe);
                   Value acc = arith::AddFOp::create(
                       jb, jl, extractAt(jb, jl, iter[0], vIdx), term);
-                  return SmallVector<Value>{insertAt(jb, jl, acc, iter[0], vIdx),
-                                            newState};
+                  return SmallVector<Value>{
+                      insertAt(jb, jl, acc, iter[0], vIdx), newState};
                 });
           });
     };
@@ -845,9 +844,8 @@ struct GatedLinearAttentionGradToLoops
     // cannot).
     Value chunks = affine::AffineApplyOp::create(
         rewriter, loc,
-        AffineMap::get(0, 1,
-                       getAffineSymbolExpr(0, rewriter.getContext())
-                           .ceilDiv(chunk)),
+        AffineMap::get(
+            0, 1, getAffineSymbolExpr(0, rewriter.getContext()).ceilDiv(chunk)),
         ValueRange{steps});
     SmallVector<Value> stateSizes = concatIndices(lead, ValueRange{dk, dv});
     Value dqInit = emptyLike(rewriter, loc, qType, qSizes);
@@ -881,22 +879,21 @@ struct GatedLinearAttentionGradToLoops
           // Over the elements (i, j) of row `row` of `stack` `[n, dk, dv]`:
           // writes value(i, j, current stack) there. Reads of the stack go
           // through the current value, so bufferization updates it in place.
-          auto rowNest = [&](OpBuilder &rb, Location rl, Value stack,
-                             Value row,
+          auto rowNest = [&](OpBuilder &rb, Location rl, Value stack, Value row,
                              function_ref<Value(OpBuilder &, Location, Value,
                                                 Value, Value)>
                                  value) {
             return buildLoop(
                 rb, rl, zero, dk, ValueRange{stack},
                 [&](OpBuilder &ib, Location il, ValueRange i, ValueRange it) {
-                  return buildLoop(
-                      ib, il, zero, dv, it,
-                      [&](OpBuilder &jb, Location jl, ValueRange j,
-                          ValueRange jt) {
-                        Value x = value(jb, jl, i[0], j[0], jt[0]);
-                        return SmallVector<Value>{insertAt(
-                            jb, jl, x, jt[0], ValueRange{row, i[0], j[0]})};
-                      });
+                  return buildLoop(ib, il, zero, dv, it,
+                                   [&](OpBuilder &jb, Location jl, ValueRange j,
+                                       ValueRange jt) {
+                                     Value x = value(jb, jl, i[0], j[0], jt[0]);
+                                     return SmallVector<Value>{
+                                         insertAt(jb, jl, x, jt[0],
+                                                  ValueRange{row, i[0], j[0]})};
+                                   });
                 })[0];
           };
           // Row `row` of `stack` = a `[..., dk, dv]` operand at this leading
@@ -933,15 +930,15 @@ struct GatedLinearAttentionGradToLoops
           auto chunkStart = [&](OpBuilder &cb, Location cl, Value c) -> Value {
             return arith::MulIOp::create(cb, cl, c, indexConst(cb, cl, chunk));
           };
-          auto chunkLen = [&](OpBuilder &cb, Location cl, Value start) -> Value {
+          auto chunkLen = [&](OpBuilder &cb, Location cl,
+                              Value start) -> Value {
             return arith::MinSIOp::create(
                 cb, cl, indexConst(cb, cl, chunk),
                 arith::SubIOp::create(cb, cl, steps, start));
           };
 
           // 1. The state entering each chunk.
-          Value entering = privateScratch(
-              b, l, stackType, {chunks, dk, dv});
+          Value entering = privateScratch(b, l, stackType, {chunks, dk, dv});
           entering = loadRow(b, l, entering, zero, op.getInit());
           Value lastChunk = arith::SubIOp::create(b, l, chunks, one);
           entering = buildLoop(
@@ -953,21 +950,20 @@ struct GatedLinearAttentionGradToLoops
                 // others the row they update.
                 Value next = plusOne(cb, cl, c[0]);
                 Value stack = stepRow(cb, cl, it[0], c[0], next, start);
-                return buildLoop(
-                    cb, cl, one, len, ValueRange{stack},
-                    [&](OpBuilder &mb, Location ml, ValueRange m,
-                        ValueRange mit) {
-                      Value t = arith::AddIOp::create(mb, ml, start, m[0]);
-                      return SmallVector<Value>{
-                          stepRow(mb, ml, mit[0], next, next, t)};
-                    });
+                return buildLoop(cb, cl, one, len, ValueRange{stack},
+                                 [&](OpBuilder &mb, Location ml, ValueRange m,
+                                     ValueRange mit) {
+                                   Value t = arith::AddIOp::create(mb, ml,
+                                                                   start, m[0]);
+                                   return SmallVector<Value>{
+                                       stepRow(mb, ml, mit[0], next, next, t)};
+                                 });
               })[0];
 
           // 2. The chunks in reverse.
-          Value states = privateScratch(
-              b, l, stackType, {indexConst(b, l, chunk + 1), dk, dv});
-          Value carry = privateScratch(
-              b, l, stackType, {one, dk, dv});
+          Value states = privateScratch(b, l, stackType,
+                                        {indexConst(b, l, chunk + 1), dk, dv});
+          Value carry = privateScratch(b, l, stackType, {one, dk, dv});
           carry = loadRow(b, l, carry, zero, op.getDstate());
           SmallVector<Value> swept = buildLoop(
               b, l, zero, chunks,
@@ -976,12 +972,11 @@ struct GatedLinearAttentionGradToLoops
                 Value c = arith::SubIOp::create(cb, cl, lastChunk, cc[0]);
                 Value start = chunkStart(cb, cl, c);
                 Value len = chunkLen(cb, cl, start);
-                Value st = rowNest(cb, cl, it[4], zero,
-                                   [&](OpBuilder &jb, Location jl, Value i,
-                                       Value j, Value) {
-                                     return extractAt(jb, jl, entering,
-                                                      ValueRange{c, i, j});
-                                   });
+                Value st = rowNest(
+                    cb, cl, it[4], zero,
+                    [&](OpBuilder &jb, Location jl, Value i, Value j, Value) {
+                      return extractAt(jb, jl, entering, ValueRange{c, i, j});
+                    });
                 st = buildLoop(
                     cb, cl, zero, len, ValueRange{st},
                     [&](OpBuilder &mb, Location ml, ValueRange m,
@@ -999,11 +994,11 @@ struct GatedLinearAttentionGradToLoops
                       Value m = arith::SubIOp::create(mb, ml, lastStep, mm[0]);
                       Value t = arith::AddIOp::create(mb, ml, start, m);
                       Value after = plusOne(mb, ml, m);
-                      Value dvOut = fillRow(
-                          mb, ml, mit[2], idx({t}), dv,
-                          [&](OpBuilder &jb, Location jl, Value) {
-                            return zeroOf(jb, jl, elem);
-                          });
+                      Value dvOut =
+                          fillRow(mb, ml, mit[2], idx({t}), dv,
+                                  [&](OpBuilder &jb, Location jl, Value) {
+                                    return zeroOf(jb, jl, elem);
+                                  });
                       SmallVector<Value> rows = buildLoop(
                           mb, ml, zero, dk,
                           ValueRange{mit[0], mit[1], dvOut, mit[3], mit[4]},
@@ -1012,8 +1007,8 @@ struct GatedLinearAttentionGradToLoops
                             SmallVector<Value> ti = idx({t, i[0]});
                             Value qi = extractAt(ib, il, op.getQ(), ti);
                             Value ki = extractAt(ib, il, op.getK(), ti);
-                            Value ai = conj(
-                                ib, il, extractAt(ib, il, op.getA(), ti));
+                            Value ai =
+                                conj(ib, il, extractAt(ib, il, op.getA(), ti));
                             SmallVector<Value> row = buildLoop(
                                 ib, il, zero, dv,
                                 ValueRange{rit[2], rit[4], zeroOf(ib, il, elem),
@@ -1026,14 +1021,14 @@ struct GatedLinearAttentionGradToLoops
                                   Value dyj = extractAt(jb, jl, op.getDy(), tj);
                                   Value vj = extractAt(jb, jl, op.getV(), tj);
                                   Value h = extractAt(jb, jl, x[1], hIdx);
-                                  Value g = add(
-                                      jb, jl,
-                                      toState(jb, jl,
-                                              arith::MulFOp::create(jb, jl, qi,
-                                                                    dyj)),
-                                      h);
-                                  Value s = extractAt(
-                                      jb, jl, st, ValueRange{after, i[0], j[0]});
+                                  Value g = add(jb, jl,
+                                                toState(jb, jl,
+                                                        arith::MulFOp::create(
+                                                            jb, jl, qi, dyj)),
+                                                h);
+                                  Value s =
+                                      extractAt(jb, jl, st,
+                                                ValueRange{after, i[0], j[0]});
                                   Value sp = extractAt(
                                       jb, jl, st, ValueRange{m, i[0], j[0]});
                                   Value gRe = re(jb, jl, g);
@@ -1042,8 +1037,8 @@ struct GatedLinearAttentionGradToLoops
                                       arith::MulFOp::create(jb, jl, gRe, ki));
                                   Value dqAcc = arith::AddFOp::create(
                                       jb, jl, x[2],
-                                      arith::MulFOp::create(
-                                          jb, jl, re(jb, jl, s), dyj),
+                                      arith::MulFOp::create(jb, jl,
+                                                            re(jb, jl, s), dyj),
                                       reassoc);
                                   Value dkAcc = arith::AddFOp::create(
                                       jb, jl, x[3],
@@ -1053,8 +1048,8 @@ struct GatedLinearAttentionGradToLoops
                                   Value daAcc =
                                       complexState
                                           ? add(jb, jl, x[4], gs)
-                                          : arith::AddFOp::create(
-                                                jb, jl, x[4], gs, reassoc)
+                                          : arith::AddFOp::create(jb, jl, x[4],
+                                                                  gs, reassoc)
                                                 .getResult();
                                   return SmallVector<Value>{
                                       insertAt(jb, jl, dvj, x[0], tj),
@@ -1076,12 +1071,12 @@ struct GatedLinearAttentionGradToLoops
           Value out = buildLoop(
               b, l, zero, dk, ValueRange{args[4]},
               [&](OpBuilder &ib, Location il, ValueRange i, ValueRange it) {
-                return SmallVector<Value>{fillRow(
-                    ib, il, it[0], idx({i[0]}), dv,
-                    [&](OpBuilder &jb, Location jl, Value j) {
-                      return extractAt(jb, jl, swept[5],
-                                       ValueRange{zero, i[0], j});
-                    })};
+                return SmallVector<Value>{
+                    fillRow(ib, il, it[0], idx({i[0]}), dv,
+                            [&](OpBuilder &jb, Location jl, Value j) {
+                              return extractAt(jb, jl, swept[5],
+                                               ValueRange{zero, i[0], j});
+                            })};
               })[0];
           return SmallVector<Value>{swept[0], swept[1], swept[2], swept[3],
                                     out};
