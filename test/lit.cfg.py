@@ -58,6 +58,16 @@ config.substitutions.append(
         f" -I{config.recur_src_root}/include{sanitize}",
     )
 )
+# A recur-case program (tools/recur-case): %recur_cxx LAYER.o SHIM.o
+# %recur_case_libs -o PROGRAM.
+config.substitutions.append(("%recur_cxx", f"{config.recur_cxx_compiler}{sanitize}"))
+config.substitutions.append(
+    (
+        "%recur_case_libs",
+        f"{config.recur_lib_dir}/librecur_case.a"
+        f" {config.recur_lib_dir}/librecur_rt.a -fopenmp -ldl -lm",
+    )
+)
 config.substitutions.append(
     (
         "%recur_link",
@@ -89,3 +99,22 @@ if os.path.exists(_ptxas) and os.path.exists(
 ):
     config.available_features.add("cuda-toolkit")
     config.environment["CUDA_PATH"] = os.path.dirname(os.path.dirname(_ptxas))
+
+# A CUDA GPU this process can use (the driver loads, cuInit succeeds and it
+# sees a device): tests that run kernels on it say REQUIRES: cuda-gpu
+# (`make test-gpu`). Machines without one skip them.
+def _has_cuda_gpu():
+    import ctypes
+
+    try:
+        cuda = ctypes.CDLL(os.environ.get("RECUR_CUDA_DRIVER", "libcuda.so.1"))
+        count = ctypes.c_int(0)
+        return cuda.cuInit(0) == 0 and (
+            cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+        )
+    except OSError:
+        return False
+
+
+if "cuda-toolkit" in config.available_features and _has_cuda_gpu():
+    config.available_features.add("cuda-gpu")

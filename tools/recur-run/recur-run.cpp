@@ -6,14 +6,17 @@
 //
 // Compiles one layer for the CPU exactly as `recurc --target=cpu` does (the
 // same pipeline and LLVM optimization, JIT-compiled instead of written to an
-// object), runs it through librecur_rt on seeded random inputs, and compares
+// object), or for CUDA as `recurc --target=cuda` does (the host code
+// JIT-compiled, the kernels in its embedded fat binary), runs it through librecur_rt on seeded random inputs, and compares
 // every output and final state with the float64 oracle (lib/Oracle: the
 // layer's IR interpreted in double precision, each recur op by lib/Reference).
 // Prints `max_rel_err: <value>` per output and final state, then
 // `time_ms: <value>`, the peak bytes the call allocated and the workspace
 // bound (which it must not exceed); with --stream, also `stream_max_rel_err:
 // <value>`. Exit status 1 when an error exceeds the tolerance or anything
-// fails.
+// fails. With --save-case=DIR it compiles and runs nothing and writes the
+// run's data and the oracle's results for recur-case (tools/recur-case),
+// which checks a kernel compiled by recurc where no LLVM is installed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,11 +25,14 @@
 #include "recur/Oracle/Evaluator.h"
 #include "recur/Runtime/recur_rt.h"
 #include "recur/Target/CpuTarget.h"
+#include "recur/Target/CudaTarget.h"
 #include "recur/Target/LayerSignature.h"
 #include "recur/Target/Pipelines.h"
 #include "recur/Transforms/Passes.h"
 
 #include "Recur/IR/Recur.h"
+
+#include "CaseData.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -36,6 +42,8 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -54,6 +62,10 @@
 using namespace llvm;
 using mlir::recur::LayerSignature;
 using mlir::recur::TensorSignature;
+using recur::casedata::isComplexType;
+using recur::casedata::loadElement;
+using recur::casedata::maxRelErr;
+using recur::casedata::storeElement;
 using recur::oracle::Complex;
 using recur::reference::Tensor;
 
@@ -133,6 +145,20 @@ cl::opt<int> threads("num-threads",
 cl::opt<std::string> cpuName("cpu",
                              cl::desc("The CPU to compile for (LLVM name)"),
                              cl::init("native"), cl::cat(runCategory));
+cl::opt<std::string> target(
+    "target",
+    cl::desc("Where the layer runs: cpu (JIT-compiled for this CPU), or "
+             "cuda, cuda:sm_90, ... (compiled as recurc --target=cuda does, "
+             "the host code JIT-compiled, the kernels run on CUDA device 0 "
+             "through librecur_rt)"),
+    cl::value_desc("cpu|cuda[:chips]"), cl::init("cpu"), cl::cat(runCategory));
+cl::opt<std::string> saveCase(
+    "save-case",
+    cl::desc("Compile and run nothing: write the run's inputs, params, "
+             "initial states, stream plans and the float64 oracle's results "
+             "into this directory, for recur-case to check a kernel compiled "
+             "by recurc on a machine without LLVM (docs/cuda.md)"),
+    cl::value_desc("dir"), cl::cat(runCategory));
 cl::opt<double> tolerance(
     "tolerance",
     cl::desc("The largest max_rel_err (and stream_max_rel_err) accepted; "
@@ -151,8 +177,6 @@ int runtimeFail(const Twine &what) {
 //===----------------------------------------------------------------------===//
 // Host tensors: double or complex values, and the kernel's typed copy
 //===----------------------------------------------------------------------===//
-
-bool isComplexType(recur_dtype d) { return d == RECUR_C64 || d == RECUR_C128; }
 
 /// One tensor of the run: its values (rounded to the kernel's dtype, so the
 /// kernel and the oracle read the same numbers) and the typed buffer.
@@ -174,76 +198,6 @@ struct HostTensor {
                                    shape.data());
   }
 };
-
-/// `f` rounded to bfloat16 (nearest, ties to even; NaN stays NaN).
-uint16_t toBF16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  if (std::isnan(f))
-    return static_cast<uint16_t>((bits >> 16) | 0x40);
-  bits += 0x7fff + ((bits >> 16) & 1);
-  return static_cast<uint16_t>(bits >> 16);
-}
-
-/// Stores `v` as element `i` of a `dtype` buffer.
-void storeElement(recur_dtype dtype, unsigned char *p, int64_t i, Complex v) {
-  switch (dtype) {
-  case RECUR_F16:
-    reinterpret_cast<_Float16 *>(p)[i] = static_cast<_Float16>(v.real());
-    return;
-  case RECUR_BF16:
-    reinterpret_cast<uint16_t *>(p)[i] = toBF16(static_cast<float>(v.real()));
-    return;
-  case RECUR_F32:
-    reinterpret_cast<float *>(p)[i] = static_cast<float>(v.real());
-    return;
-  case RECUR_F64:
-    reinterpret_cast<double *>(p)[i] = v.real();
-    return;
-  case RECUR_C64:
-    reinterpret_cast<std::complex<float> *>(p)[i] = std::complex<float>(
-        static_cast<float>(v.real()), static_cast<float>(v.imag()));
-    return;
-  case RECUR_C128:
-    reinterpret_cast<Complex *>(p)[i] = v;
-    return;
-  case RECUR_BOOL:
-    p[i] = v.real() != 0.0;
-    return;
-  case RECUR_I32:
-    reinterpret_cast<int32_t *>(p)[i] = static_cast<int32_t>(v.real());
-    return;
-  }
-}
-
-/// Element `i` of a `dtype` buffer.
-Complex loadElement(recur_dtype dtype, const unsigned char *p, int64_t i) {
-  switch (dtype) {
-  case RECUR_F16:
-    return static_cast<double>(reinterpret_cast<const _Float16 *>(p)[i]);
-  case RECUR_BF16: {
-    uint32_t bits = uint32_t(reinterpret_cast<const uint16_t *>(p)[i]) << 16;
-    float f;
-    std::memcpy(&f, &bits, sizeof f);
-    return f;
-  }
-  case RECUR_F32:
-    return reinterpret_cast<const float *>(p)[i];
-  case RECUR_F64:
-    return reinterpret_cast<const double *>(p)[i];
-  case RECUR_C64: {
-    std::complex<float> c = reinterpret_cast<const std::complex<float> *>(p)[i];
-    return Complex(c.real(), c.imag());
-  }
-  case RECUR_C128:
-    return reinterpret_cast<const Complex *>(p)[i];
-  case RECUR_BOOL:
-    return p[i] ? 1.0 : 0.0;
-  case RECUR_I32:
-    return reinterpret_cast<const int32_t *>(p)[i];
-  }
-  return 0.0;
-}
 
 /// A zero tensor of `sig`'s dtype with `shape`.
 HostTensor makeTensor(const TensorSignature &sig,
@@ -309,18 +263,6 @@ std::vector<Complex> fromOracle(const recur::oracle::Value &v) {
     for (int32_t x : i->data)
       out.push_back(static_cast<double>(x));
   return out;
-}
-
-/// max |got - want| / max |want| (the absolute error when want is 0).
-double maxRelErr(const std::vector<Complex> &got,
-                 const std::vector<Complex> &want) {
-  double err = 0.0, scale = 0.0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    double d = std::abs(got[i] - want[i]);
-    err = std::isnan(d) ? INFINITY : std::max(err, d);
-    scale = std::max(scale, std::abs(want[i]));
-  }
-  return scale > 0.0 ? err / scale : err;
 }
 
 std::string shapeText(const HostTensor &t) {
@@ -536,6 +478,135 @@ double compare(std::vector<HostTensor> &outs, std::vector<HostTensor> &finals,
   for (size_t i = 0; i < finals.size(); ++i)
     worst = std::max(worst, maxRelErr(finals[i].values, refFinals[i].values));
   return worst;
+}
+
+/// The pieces --stream splits the sequence into: every step (run by
+/// recur_step), then random multiples of the step (by recur_forward).
+std::vector<std::vector<int64_t>> streamPlans(Run &run) {
+  int64_t total = run.dimSizes[run.sig.timeDim], step = run.sig.stepLength;
+  std::vector<std::vector<int64_t>> plans(2);
+  for (int64_t t = 0; t < total; t += step)
+    plans[0].push_back(step);
+  for (int64_t left = total; left > 0;) {
+    int64_t n = std::uniform_int_distribution<int64_t>(
+        1, std::max<int64_t>(1, left / step / 2 + 1))(run.rng);
+    n = std::min(n * step, left);
+    plans[1].push_back(n);
+    left -= n;
+  }
+  return plans;
+}
+
+//===----------------------------------------------------------------------===//
+// A saved case (--save-case), checked by recur-case
+//===----------------------------------------------------------------------===//
+
+/// Writes `size` bytes at `data` to `dir`/`name`.
+bool writeBytes(StringRef dir, StringRef name, const void *data, size_t size) {
+  SmallString<128> path(dir);
+  sys::path::append(path, name);
+  std::error_code ec;
+  raw_fd_ostream os(path, ec, sys::fs::OF_None);
+  if (ec) {
+    WithColor::error(errs(), "recur-run")
+        << "cannot write '" << path << "': " << ec.message() << "\n";
+    return false;
+  }
+  os.write(static_cast<const char *>(data), size);
+  return true;
+}
+
+/// Writes values as complex128 (the oracle's results, whatever the dtype).
+bool writeValues(StringRef dir, StringRef name,
+                 const std::vector<Complex> &values) {
+  return writeBytes(dir, name, values.data(), values.size() * sizeof(Complex));
+}
+
+/// Writes the case recur-case checks (docs/cuda.md, "Running on a machine
+/// without LLVM"): `case.txt` naming the layer, the runtime sizes, the
+/// tolerance, the file of every argument (its bytes in the layer's dtype,
+/// row-major) and of every oracle result (complex128), and with --stream the
+/// plans, or for a layer without a time dimension three segments, each
+/// with its inputs and the oracle's results from the one before.
+int saveCaseFiles(Run &run, StringRef dir, double tol) {
+  if (std::error_code ec = sys::fs::create_directories(dir))
+    return fail("cannot create directory '" + dir + "': " + ec.message());
+  std::string text;
+  raw_string_ostream m(text);
+  m << recur::casedata::kMagic << " " << recur::casedata::kVersion << "\n";
+  m << "layer " << run.sig.name << "\n";
+  m << "dims";
+  for (int64_t d : run.dimSizes)
+    m << " " << d;
+  m << "\n";
+  m << "tolerance " << format("%.17g", tol) << "\n";
+  m << "repeat " << std::max(1u, repeat.getValue()) << "\n";
+  size_t ii = 0, pi = 0, si = 0;
+  for (auto [i, t] : llvm::enumerate(run.sig.args)) {
+    HostTensor &h = t.role == RECUR_ROLE_INPUT   ? run.inputs[ii++]
+                    : t.role == RECUR_ROLE_PARAM ? run.params[pi++]
+                                                 : run.states[si++];
+    std::string name = "arg" + std::to_string(i) + ".bin";
+    if (!writeBytes(dir, name, h.bytes.data(), h.bytes.size()))
+      return EXIT_FAILURE;
+    m << "arg " << i << " " << name << "\n";
+  }
+  auto want = run.oracle(run.inputs, run.states);
+  if (!want)
+    return fail("the float64 oracle failed: " + toString(want.takeError()));
+  for (auto [r, values] : llvm::enumerate(*want)) {
+    std::string name = "want" + std::to_string(r) + ".bin";
+    if (!writeValues(dir, name, values))
+      return EXIT_FAILURE;
+    m << "want " << r << " " << name << "\n";
+  }
+  if (stream && run.sig.numStates > 0 && run.sig.timeDim >= 0) {
+    for (auto [p, plan] : llvm::enumerate(streamPlans(run))) {
+      m << "plan " << (p == 0 ? "step" : "forward");
+      for (int64_t len : plan)
+        m << " " << len;
+      m << "\n";
+    }
+  } else if (stream && run.sig.numStates > 0) {
+    std::vector<HostTensor> from = run.states;
+    for (int segment = 0; segment < 3; ++segment) {
+      std::vector<HostTensor> segIn;
+      run.makeInputs(segIn, inputScale);
+      for (auto [j, h] : llvm::enumerate(segIn)) {
+        std::string name =
+            "seg" + std::to_string(segment) + "_in" + std::to_string(j) + ".bin";
+        if (!writeBytes(dir, name, h.bytes.data(), h.bytes.size()))
+          return EXIT_FAILURE;
+        m << "segment_input " << segment << " " << j << " " << name << "\n";
+      }
+      auto segWant = run.oracle(segIn, from);
+      if (!segWant)
+        return fail("the float64 oracle failed: " +
+                    toString(segWant.takeError()));
+      std::vector<HostTensor> next;
+      size_t s = 0;
+      for (auto [r, t] : llvm::enumerate(run.sig.results)) {
+        std::string name = "seg" + std::to_string(segment) + "_want" +
+                           std::to_string(r) + ".bin";
+        if (!writeValues(dir, name, (*segWant)[r]))
+          return EXIT_FAILURE;
+        m << "segment_want " << segment << " " << r << " " << name << "\n";
+        if (t.role != RECUR_ROLE_OUTPUT) {
+          // The oracle carries its own state on.
+          HostTensor h = makeTensor(*run.states[s].sig, run.states[s].shape);
+          h.values = (*segWant)[r];
+          next.push_back(std::move(h));
+          ++s;
+        }
+      }
+      from = std::move(next);
+    }
+  }
+  if (!writeBytes(dir, "case.txt", text.data(), text.size()))
+    return EXIT_FAILURE;
+  outs() << "recur-run: saved the case of layer " << run.sig.name << " in "
+         << dir << "\n";
+  return EXIT_SUCCESS;
 }
 
 //===----------------------------------------------------------------------===//
@@ -976,15 +1047,18 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(runCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
-      "recur-run: compiles a layer for the CPU, runs it on seeded random "
-      "inputs through\nlibrecur_rt, and compares it with the float64 "
-      "oracle.\n\n"
-      "  recur-run SPEC.recur [--layer NAME] [-D NAME=VALUE]... [--stream]\n\n"
+      "recur-run: compiles a layer for the CPU (or a CUDA GPU), runs it on "
+      "seeded random\ninputs through librecur_rt, and compares it with the "
+      "float64 oracle.\n\n"
+      "  recur-run SPEC.recur [--layer NAME] [-D NAME=VALUE]... [--stream]\n"
+      "  recur-run SPEC.recur --target=cuda[:sm_90] ... [--stream]\n"
+      "  recur-run SPEC.recur ... --save-case=DIR   (for recur-case)\n\n"
       "Prints, for every output and final state, a line naming it and\n"
       "`max_rel_err: <value>` (max |kernel - oracle| / max |oracle|), then\n"
       "`time_ms: <value>` (the median forward call), `peak_bytes: <n>`\n"
       "(what the call allocated at its peak) and `workspace_bytes: <n>`\n"
-      "(recur_workspace_size's bound, which the peak must not exceed);\n"
+      "(recur_workspace_size's bound, which the peak must not exceed; for\n"
+      "CUDA `device_peak_bytes: <n>` instead);\n"
       "--stream adds `stream_max_rel_err: <value>`; --gradcheck adds\n"
       "`backward_ms:`, `backward_peak_bytes:` (one float64 backward call),\n"
       "`backward_repeatable: yes|no` (a second call gives the same bits;\n"
@@ -1014,9 +1088,20 @@ int main(int argc, char **argv) {
     sizeOverrides[name.str()] = v;
   }
 
+  std::optional<mlir::recur::CudaTargetOptions> cuda;
+  if (StringRef(target).starts_with("cuda")) {
+    cuda.emplace();
+    if (std::optional<std::string> error =
+            mlir::recur::parseCudaTarget(target, *cuda))
+      return fail(*error);
+  } else if (target != "cpu") {
+    return fail("unknown --target '" + target +
+                "': expected cpu, cuda or cuda:<chips> (cuda:sm_80,sm_90)");
+  }
+
   // Front end.
   mlir::DialectRegistry registry;
-  mlir::recur::registerCpuTranslations(registry);
+  mlir::recur::registerCudaTranslations(registry);
   mlir::MLIRContext context(registry);
   // The compiler's own diagnostics (errors, and the remark of a layer with
   // no backward) at their places in the spec.
@@ -1041,6 +1126,53 @@ int main(int argc, char **argv) {
   FailureOr<LayerSignature> sig = mlir::recur::getLayerSignature(func);
   if (failed(sig))
     return EXIT_FAILURE;
+  sig->deviceKernel = cuda.has_value();
+
+  // Sizes of the runtime dims.
+  Run run{*sig, nullptr, func, {}, std::mt19937_64(seed), {}, {}, {}};
+  for (auto [k, name] : llvm::enumerate(sig->runtimeDims)) {
+    int64_t size = static_cast<int32_t>(k) == sig->batchDim ? 2
+                   : static_cast<int32_t>(k) == sig->timeDim
+                       ? (sig->stepLength > 1 ? 4 * sig->stepLength : 64)
+                       : 8;
+    auto it = sizeOverrides.find(name);
+    if (it != sizeOverrides.end()) {
+      size = it->second;
+      sizeOverrides.erase(it);
+    }
+    run.dimSizes.push_back(size);
+  }
+  if (!sizeOverrides.empty())
+    return fail("--size " + sizeOverrides.begin()->first +
+                ": the layer has no runtime dimension of that name");
+  if (sig->timeDim >= 0 && run.dimSizes[sig->timeDim] % sig->stepLength)
+    return fail("the layer runs blocks of " + Twine(sig->stepLength) +
+                " positions: --size " + sig->runtimeDims[sig->timeDim] +
+                " must be a multiple of it");
+
+  bool anyF32 = false, anyHalf = false;
+  for (const TensorSignature &t : sig->results) {
+    anyF32 |= t.dtype == RECUR_F32 || t.dtype == RECUR_C64;
+    anyHalf |= t.dtype == RECUR_F16 || t.dtype == RECUR_BF16;
+  }
+  // Unit roundoff 2^-24 (f32), 2^-53 (f64), 2^-8 (bf16) with room for
+  // about 2^10 - 2^11 accumulated roundings (long sums and recurrences).
+  double tol = tolerance >= 0 ? tolerance.getValue()
+               : anyHalf      ? 5e-2
+               : anyF32       ? 1e-4
+                              : 1e-9;
+
+  if (!saveCase.empty()) {
+    if (gradcheck)
+      return fail("--save-case saves forward and stream checks; "
+                  "--gradcheck runs only in recur-run");
+    run.makeParamsAndStates();
+    run.makeInputs(run.inputs, inputScale);
+    return saveCaseFiles(run, saveCase, tol);
+  }
+  if (cuda && gradcheck)
+    return fail("--gradcheck: the CUDA backend compiles forward kernels "
+                "only so far (docs/cuda.md)");
 
   // The kernel, compiled as recurc compiles it, then JIT-linked.
   mlir::OwningOpRef<mlir::ModuleOp> lowered(
@@ -1063,7 +1195,17 @@ int main(int argc, char **argv) {
       return EXIT_FAILURE;
   }
   auto llvmContext = std::make_unique<LLVMContext>();
-  auto llvmModule = mlir::recur::lowerToLLVMIR(*lowered, *llvmContext);
+  FailureOr<std::unique_ptr<Module>> llvmModule = failure();
+  if (cuda) {
+    // The host code, with the kernels' fat binary embedded and loaded by a
+    // constructor, as in the object recurc writes.
+    auto gpu = mlir::recur::lowerToCuda(*lowered, *llvmContext, *cuda,
+                                        /*assemble=*/true);
+    if (succeeded(gpu))
+      llvmModule = std::move(gpu->host);
+  } else {
+    llvmModule = mlir::recur::lowerToLLVMIR(*lowered, *llvmContext);
+  }
   if (failed(llvmModule))
     return EXIT_FAILURE;
   mlir::recur::CpuTargetOptions cpu;
@@ -1083,12 +1225,20 @@ int main(int argc, char **argv) {
   if (Error e = (*jit)->addIRModule(orc::ThreadSafeModule(
           std::move(*llvmModule), std::move(llvmContext))))
     return fail(toString(std::move(e)));
+  // Runs the constructors: a CUDA layer's loads its kernels (keeping "no
+  // CUDA device" for the first call when there is none).
+  if (Error e = (*jit)->initialize((*jit)->getMainJITDylib()))
+    return fail(toString(std::move(e)));
   auto symbol = (*jit)->lookup(mlir::recur::kernelSymbol(sig->name));
   if (!symbol)
     return fail(toString(symbol.takeError()));
-  auto bound = (*jit)->lookup(mlir::recur::workspaceSymbol(sig->name));
-  if (!bound)
-    return fail(toString(bound.takeError()));
+  recur_workspace_fn boundFn = nullptr;
+  if (!cuda) {
+    auto bound = (*jit)->lookup(mlir::recur::workspaceSymbol(sig->name));
+    if (!bound)
+      return fail(toString(bound.takeError()));
+    boundFn = bound->toPtr<recur_workspace_fn>();
+  }
   recur_kernel_fn backwardFn = nullptr;
   if (hasBackward) {
     auto backward = (*jit)->lookup(mlir::recur::backwardSymbol(sig->name));
@@ -1097,8 +1247,7 @@ int main(int argc, char **argv) {
     backwardFn = backward->toPtr<recur_kernel_fn>();
   }
   auto desc = mlir::recur::buildLayerDesc(
-      *sig, symbol->toPtr<recur_kernel_fn>(),
-      bound->toPtr<recur_workspace_fn>(), backwardFn);
+      *sig, symbol->toPtr<recur_kernel_fn>(), boundFn, backwardFn);
   FrozenForward frozen;
   if (!frozenTypes.empty()) {
     auto values = (*jit)->lookup(
@@ -1128,42 +1277,9 @@ int main(int argc, char **argv) {
   if (threads > 0)
     recur_set_num_threads(threads);
 
-  // Sizes of the runtime dims.
-  Run run{*sig, &desc->desc, func, {}, std::mt19937_64(seed), {}, {}, {}};
-  for (auto [k, name] : llvm::enumerate(sig->runtimeDims)) {
-    int64_t size = static_cast<int32_t>(k) == sig->batchDim ? 2
-                   : static_cast<int32_t>(k) == sig->timeDim
-                       ? (sig->stepLength > 1 ? 4 * sig->stepLength : 64)
-                       : 8;
-    auto it = sizeOverrides.find(name);
-    if (it != sizeOverrides.end()) {
-      size = it->second;
-      sizeOverrides.erase(it);
-    }
-    run.dimSizes.push_back(size);
-  }
-  if (!sizeOverrides.empty())
-    return fail("--size " + sizeOverrides.begin()->first +
-                ": the layer has no runtime dimension of that name");
-  if (sig->timeDim >= 0 && run.dimSizes[sig->timeDim] % sig->stepLength)
-    return fail("the layer runs blocks of " + Twine(sig->stepLength) +
-                " positions: --size " + sig->runtimeDims[sig->timeDim] +
-                " must be a multiple of it");
-
+  run.desc = &desc->desc;
   run.makeParamsAndStates();
   run.makeInputs(run.inputs, inputScale);
-
-  bool anyF32 = false, anyHalf = false;
-  for (const TensorSignature &t : sig->results) {
-    anyF32 |= t.dtype == RECUR_F32 || t.dtype == RECUR_C64;
-    anyHalf |= t.dtype == RECUR_F16 || t.dtype == RECUR_BF16;
-  }
-  // Unit roundoff 2^-24 (f32), 2^-53 (f64), 2^-8 (bf16) with room for
-  // about 2^10 - 2^11 accumulated roundings (long sums and recurrences).
-  double tol = tolerance >= 0 ? tolerance.getValue()
-               : anyHalf      ? 5e-2
-               : anyF32       ? 1e-4
-                              : 1e-9;
 
   outs() << "recur-run: layer " << sig->name << " from " << inputFile;
   for (auto [k, name] : llvm::enumerate(sig->runtimeDims))
@@ -1177,16 +1293,19 @@ int main(int argc, char **argv) {
                             out = run.views(outputs);
   std::vector<double> times;
   std::vector<HostTensor> finals;
-  size_t workspace = 0, used = 0;
-  if (recur_workspace_size(&desc->desc, run.dimSizes.data(), &workspace))
+  size_t workspace = 0, used = 0, deviceUsed = 0;
+  if (!cuda &&
+      recur_workspace_size(&desc->desc, run.dimSizes.data(), &workspace))
     return runtimeFail("recur_workspace_size");
   for (unsigned r = 0; r < std::max(1u, repeat.getValue()); ++r) {
     recur_state *state = run.newState(run.states);
     if (!state)
       return runtimeFail("recur_state_create");
-    recur_memory_stats before, after;
+    recur_memory_stats before, after, deviceBefore, deviceAfter;
     recur_memory_stats_get(&before);
     recur_memory_stats_reset_peak();
+    recur_cuda_memory_stats_get(&deviceBefore);
+    recur_cuda_memory_stats_reset_peak();
     auto start = std::chrono::steady_clock::now();
     recur_status s = run.call(false, in, state, out);
     auto stop = std::chrono::steady_clock::now();
@@ -1198,6 +1317,9 @@ int main(int argc, char **argv) {
         std::chrono::duration<double, std::milli>(stop - start).count());
     recur_memory_stats_get(&after);
     used = std::max(used, after.peak_bytes - before.live_bytes);
+    recur_cuda_memory_stats_get(&deviceAfter);
+    deviceUsed = std::max(
+        deviceUsed, deviceAfter.peak_bytes - deviceBefore.live_bytes);
     if (r == 0)
       finals = run.stateValues(state);
     recur_state_destroy(state);
@@ -1229,8 +1351,15 @@ int main(int argc, char **argv) {
   // What the call allocated at its peak against the bound the compiler
   // generated (recur_workspace_size): a bound below it is a compiler bug.
   outs() << "peak_bytes: " << used << "\n";
-  outs() << "workspace_bytes: " << workspace << "\n";
-  if (used > workspace) {
+  if (cuda) {
+    // The device buffers the call allocated (arguments, results, the
+    // kernels' own), which no bound covers yet; the host's peak holds the
+    // copies of the results.
+    outs() << "device_peak_bytes: " << deviceUsed << "\n";
+  } else {
+    outs() << "workspace_bytes: " << workspace << "\n";
+  }
+  if (!cuda && used > workspace) {
     ok = false;
     WithColor::error(errs(), "recur-run")
         << "the call allocated " << used
@@ -1246,18 +1375,7 @@ int main(int argc, char **argv) {
   } else if (stream) {
     double worst = 0.0;
     if (sig->timeDim >= 0) {
-      int64_t total = run.dimSizes[sig->timeDim], step = sig->stepLength;
-      // Pieces: every step, then random multiples of the step.
-      std::vector<std::vector<int64_t>> plans(2);
-      for (int64_t t = 0; t < total; t += step)
-        plans[0].push_back(step);
-      for (int64_t left = total; left > 0;) {
-        int64_t n = std::uniform_int_distribution<int64_t>(
-            1, std::max<int64_t>(1, left / step / 2 + 1))(run.rng);
-        n = std::min(n * step, left);
-        plans[1].push_back(n);
-        left -= n;
-      }
+      std::vector<std::vector<int64_t>> plans = streamPlans(run);
       for (auto [p, plan] : llvm::enumerate(plans)) {
         recur_state *state = run.newState(run.states);
         if (!state)

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The GPU suite and benchmarks, for a GPU machine without LLVM or MLIR.
+#
+#   scripts/gpu-suite.sh prepare [BUILD_DIR] [OUT_DIR]
+#     Here (LLVM, MLIR and the CUDA toolkit; no GPU needed): compiles every
+#     case of test/Integration/CUDA/gpu-cases.txt with recurc --target=cuda,
+#     saves its inputs and float64 oracle results with recur-run
+#     --save-case, and links each with recur-case (librecur_case.a) and
+#     librecur_rt into OUT_DIR/cases/NAME/run; does the same without a case
+#     for the layers of bench/layers.recur (OUT_DIR/bench/NAME/run), and
+#     copies the OpenMP runtime beside them. OUT_DIR defaults to
+#     BUILD_DIR/gpu-suite; it is self-contained (x86-64 programs, their
+#     libraries and data) and can be copied to the GPU machine.
+#   scripts/gpu-suite.sh run [OUT_DIR]
+#     On the GPU machine: runs every case (output compared with the oracle,
+#     then streamed), then times every benchmark layer and a
+#     device-to-device copy of the same bytes. Prints one line per case
+#     and exits 1 if any failed.
+#
+# CUDA_ARCH (default sm_90) names the chips the kernels are compiled for;
+# CASES (a regular expression) selects cases by name.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cmd=${1:-}
+shift || true
+
+if [[ $cmd == prepare ]]; then
+  build=$(cd "${1:-$root/build}" && pwd)
+  out=${2:-$build/gpu-suite}
+  arch=${CUDA_ARCH:-sm_90}
+  cc=${CC:-clang-22}
+  cxx=${CXX:-clang++-22}
+  rm -rf "$out"
+  mkdir -p "$out/cases" "$out/bench" "$out/lib"
+  # The OpenMP runtime the runtime links (libomp), found where the
+  # compiler finds it.
+  omp=$($cxx -print-file-name=libomp.so)
+  [[ -f $omp ]] || { echo "gpu-suite: no libomp.so ($omp)" >&2; exit 1; }
+  soname=$(objdump -p "$omp" | awk '/SONAME/ {print $2}')
+  cp -L "$omp" "$out/lib/${soname:-libomp.so}"
+  link() { # DIR LAYER
+    printf '#include "%s.h"\nconst recur_layer_desc *recur_case_layer(void) { return recur_%s_layer(); }\n' \
+      "$2" "$2" >"$1/shim.c"
+    $cc -c -I"$1" -I"$root/include" "$1/shim.c" -o "$1/shim.o"
+    $cxx -o "$1/run" "$1/shim.o" "$1/$2.o" "$build/lib/librecur_case.a" \
+      "$build/lib/librecur_rt.a" -L"$out/lib" -lomp -ldl -lm -lpthread \
+      -Wl,-rpath,'$ORIGIN/../../lib'
+    rm -f "$1/shim.o" "$1/$2.o" # the program holds it
+  }
+  fails=0
+  while IFS='|' read -r name spec cflags rflags; do
+    name=$(echo "$name" | xargs)
+    [[ -z $name || $name == \#* ]] && continue
+    [[ -n ${CASES:-} && ! $name =~ $CASES ]] && continue
+    spec=$(echo "$spec" | xargs)
+    dir=$out/cases/$name
+    mkdir -p "$dir"
+    # shellcheck disable=SC2086
+    if ! "$build/bin/recurc" "$root/$spec" $cflags --target=cuda:$arch \
+           -o "$dir" >"$dir/compile.log" 2>&1; then
+      echo "gpu-suite: $name: recurc failed:" >&2
+      cat "$dir/compile.log" >&2
+      fails=$((fails + 1))
+      continue
+    fi
+    layer=$(basename "$(ls "$dir"/*.h)" .h)
+    # shellcheck disable=SC2086
+    "$build/bin/recur-run" "$root/$spec" $cflags $rflags --repeat 3 \
+      --save-case="$dir" >/dev/null
+    link "$dir" "$layer"
+    echo "gpu-suite: prepared $name ($layer)"
+  done <"$root/test/Integration/CUDA/gpu-cases.txt"
+  for layer in ScanF32 ScanC64 Gla GlaChunked Window; do
+    dir=$out/bench/$layer
+    mkdir -p "$dir"
+    "$build/bin/recurc" "$root/bench/layers.recur" --layer "$layer" \
+      --target=cuda:$arch -o "$dir"
+    link "$dir" "$layer"
+  done
+  echo "gpu-suite: prepared $(ls "$out/cases" | wc -l) cases and" \
+    "$(ls "$out/bench" | wc -l) benchmark layers in $out"
+  exit $((fails > 0))
+fi
+
+if [[ $cmd == run ]]; then
+  out=${1:-$root/build/gpu-suite}
+  passed=0
+  failed=()
+  for dir in "$out"/cases/*/; do
+    name=$(basename "$dir")
+    [[ -n ${CASES:-} && ! $name =~ $CASES ]] && continue
+    echo "== $name"
+    if timeout 300 "$dir/run" "$dir"; then
+      passed=$((passed + 1))
+    else
+      failed+=("$name")
+    fi
+  done
+  echo "gpu-suite: $passed passed, ${#failed[@]} failed${failed:+: ${failed[*]}}"
+  # Benchmarks (BENCH=0 skips them): sizes as in docs/performance.md.
+  if [[ ${BENCH:-1} != 0 ]]; then
+    declare -A sizes=([ScanF32]=B=16,T=8192 [ScanC64]=B=16,T=8192
+      [Gla]=B=4,T=4096 [GlaChunked]=B=4,T=4096 [Window]=B=4,T=4096)
+    for layer in ScanF32 ScanC64 Gla GlaChunked Window; do
+      echo "== bench $layer"
+      timeout 300 "$out/bench/$layer/run" --bench "${sizes[$layer]}" \
+        --repeat "${BENCH_REPEAT:-10}" || echo "gpu-suite: bench $layer failed"
+    done
+  fi
+  [[ ${#failed[@]} -eq 0 ]]
+  exit
+fi
+
+echo "usage: scripts/gpu-suite.sh prepare [BUILD_DIR] [OUT_DIR] | run [OUT_DIR]" >&2
+exit 2
