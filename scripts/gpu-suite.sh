@@ -18,7 +18,9 @@
 #     and exits 1 if any failed.
 #
 # CUDA_ARCH (default sm_90) names the chips the kernels are compiled for;
-# CASES (a regular expression) selects cases by name.
+# CASES (a regular expression) selects cases by name; BENCH=0 skips the
+# benchmarks, BENCH_LAYERS names some of them, BENCH_REPEAT sets the timed
+# calls (default 10).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -98,11 +100,11 @@ if [[ $cmd == run ]]; then
     fi
   done
   echo "gpu-suite: $passed passed, ${#failed[@]} failed${failed:+: ${failed[*]}}"
-  # Benchmarks (BENCH=0 skips them): sizes as in docs/performance.md.
+  # Benchmarks: sizes as in docs/performance.md.
   if [[ ${BENCH:-1} != 0 ]]; then
     declare -A sizes=([ScanF32]=B=16,T=8192 [ScanC64]=B=16,T=8192
       [Gla]=B=4,T=4096 [GlaChunked]=B=4,T=4096 [Window]=B=4,T=4096)
-    for layer in ScanF32 ScanC64 Gla GlaChunked Window; do
+    for layer in ${BENCH_LAYERS:-ScanF32 ScanC64 Gla GlaChunked Window}; do
       echo "== bench $layer"
       timeout 300 "$out/bench/$layer/run" --bench "${sizes[$layer]}" \
         --repeat "${BENCH_REPEAT:-10}" || echo "gpu-suite: bench $layer failed"

@@ -7,6 +7,7 @@
 #include "recur/Target/Pipelines.h"
 
 #include "recur/Conversion/Passes.h"
+#include "recur/Conversion/RecurToLoops/RecurToLoops.h"
 #include "recur/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -32,27 +33,30 @@ void ensurePassesRegistered() {
 }
 
 /// The CPU and CUDA pipelines' common start: recur to loops (those of
-/// independent iterations tagged), elementwise glue fused on tensors,
+/// independent iterations tagged; a linear scan across channels in groups
+/// of `scanGroup` a thread), elementwise glue fused on tensors,
 /// contractions with their contiguous output dimension innermost,
 /// bufferization, the tagged loops and linalg's parallel dimensions as
 /// scf.parallel, buffers deallocated.
-constexpr const char *kBufferizedLoops =
-    "convert-recur-to-loops{mark-parallel},"
-    "canonicalize,"
-    "recur-fuse-elementwise,"
-    "recur-interchange-reductions,"
-    "canonicalize,"
-    "cse,"
-    "one-shot-bufferize{bufferize-function-boundaries "
-    "function-boundary-type-conversion=identity-layout-map "
-    "allow-return-allocs-from-loops},"
-    "convert-linalg-to-parallel-loops,"
-    "func.func(recur-parallelize-loops),"
-    "canonicalize,"
-    "buffer-deallocation-pipeline,"
-    "convert-bufferization-to-memref,";
+std::string bufferizedLoops(int64_t scanGroup) {
+  return "convert-recur-to-loops{mark-parallel scan-group=" +
+         std::to_string(scanGroup) +
+         "},"
+         "canonicalize,"
+         "recur-fuse-elementwise,"
+         "recur-interchange-reductions,"
+         "canonicalize,"
+         "cse,"
+         "one-shot-bufferize{bufferize-function-boundaries "
+         "function-boundary-type-conversion=identity-layout-map "
+         "allow-return-allocs-from-loops},"
+         "convert-linalg-to-parallel-loops,"
+         "func.func(recur-parallelize-loops),"
+         "canonicalize,"
+         "buffer-deallocation-pipeline,"
+         "convert-bufferization-to-memref,";
+}
 
-/// Appends the textual pipeline `text` to `pm`.
 void appendPipeline(OpPassManager &pm, StringRef text, StringRef what) {
   ensurePassesRegistered();
   if (failed(parsePassPipeline(text, pm)))
@@ -99,7 +103,7 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm) {
   // is a memref.alloc, each layer F gets F_workspace, the bound on what its
   // buffers hold at once (recur_workspace_size).
   static const std::string kPipeline =
-      std::string(kBufferizedLoops) +
+      bufferizedLoops(kDefaultScanGroup) +
       "recur-workspace-bound,"
       "convert-scf-to-openmp,"
       "expand-strided-metadata,"
@@ -124,7 +128,9 @@ void mlir::recur::buildCudaLoweringPipeline(
   // LLVM dialect with buffers from the generic allocation functions (the
   // CUDA target points them at device memory) and launches as calls of
   // the runtime's mgpu* functions.
-  std::string text = std::string(kBufferizedLoops) +
+  // A linear scan across channels runs one channel a thread, neighbouring
+  // threads on neighbouring channels (coalesced).
+  std::string text = bufferizedLoops(/*scanGroup=*/1) +
                      "func.func(recur-gpu-offload),"
                      "gpu-kernel-outlining,"
                      "cse,";

@@ -89,7 +89,11 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "Tag the loops whose iterations are independent (the nests over "
            "batch, heads, channels, tokens and query rows) with the unit "
            "attribute `recur.parallel`, for `recur-parallelize-loops` after "
-           "bufferization">
+           "bufferization">,
+    Option<"scanGroup", "scan-group", "int64_t", /*default=*/"128",
+           "Channels of the last dimension one thread scans together in a "
+           "linear_scan along another dimension (1 to 4096): 128 for a CPU "
+           "core, 1 for a GPU (one channel a thread)">
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",

@@ -19,8 +19,9 @@ class RewritePatternSet;
 
 namespace recur::loops {
 
-/// linear_scan, scan and gated_linear_attention (Scans.cpp).
-void populateScanPatterns(RewritePatternSet &patterns);
+/// linear_scan, scan and gated_linear_attention (Scans.cpp); a linear_scan
+/// along a dimension other than the last scans `scanGroup` channels a thread.
+void populateScanPatterns(RewritePatternSet &patterns, int64_t scanGroup);
 
 /// gate (Gates.cpp).
 void populateGatePatterns(RewritePatternSet &patterns);

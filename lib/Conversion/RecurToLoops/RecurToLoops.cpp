@@ -48,7 +48,7 @@ struct ConvertRecurToLoopsPass
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     target.addIllegalDialect<RecurDialect>();
     RewritePatternSet patterns(&getContext());
-    populateRecurToLoopsPatterns(patterns);
+    populateRecurToLoopsPatterns(patterns, scanGroup);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
@@ -62,8 +62,9 @@ struct ConvertRecurToLoopsPass
 
 } // namespace
 
-void mlir::recur::populateRecurToLoopsPatterns(RewritePatternSet &patterns) {
-  loops::populateScanPatterns(patterns);
+void mlir::recur::populateRecurToLoopsPatterns(RewritePatternSet &patterns,
+                                               int64_t scanGroup) {
+  loops::populateScanPatterns(patterns, scanGroup);
   loops::populateGatePatterns(patterns);
   loops::populateAttentionPatterns(patterns);
   loops::populateBlockPatterns(patterns);

@@ -54,13 +54,20 @@ Value stepPosition(OpBuilder &b, Location loc, Value t, Value length,
 //===----------------------------------------------------------------------===//
 
 /// Channels of the last dimension that one thread scans together when
-/// linear_scan runs along another dimension: each time step then reads and
-/// writes a contiguous row of them (vectorized by LLVM), the carries in a
-/// scratch row that stays in L1. 128 f32 channels are 512 bytes a row.
-constexpr int64_t kScanGroup = 128;
+/// linear_scan runs along another dimension (`scanGroup`, at most
+/// kMaxScanGroup): each time step then reads and writes a contiguous row of
+/// them (vectorized by LLVM), the carries in a scratch row that stays in L1;
+/// 128 f32 channels are 512 bytes a row. A group of 1 scans each channel on
+/// its own with a scalar carry, as along the last dimension: the GPU's
+/// form, one channel a thread, neighbouring threads on neighbouring
+/// channels.
+constexpr int64_t kMaxScanGroup = 4096;
 
 struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
-  using OpRewritePattern::OpRewritePattern;
+  LinearScanToLoops(MLIRContext *context, int64_t scanGroup)
+      : OpRewritePattern(context),
+        scanGroup(std::clamp<int64_t>(scanGroup, 1, kMaxScanGroup)) {}
+  int64_t scanGroup;
 
   LogicalResult matchAndRewrite(LinearScanOp op,
                                 PatternRewriter &rewriter) const override {
@@ -94,8 +101,9 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
                           : zeroOf(b, l, elem);
     };
 
-    // Along the last dimension: one channel at a time, its carry a scalar.
-    if (axis == rank - 1) {
+    // Along the last dimension, or in groups of one: one channel at a time,
+    // its carry a scalar.
+    if (axis == rank - 1 || scanGroup == 1) {
       SmallVector<Value> results = buildNestExcept(
           rewriter, loc, sizes, axis, {hInit, lastInit},
           [&](OpBuilder &b, Location l, ValueRange outer, ValueRange args) {
@@ -121,14 +129,14 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
     }
 
     // Along another dimension: the last one goes by groups of up to
-    // kScanGroup channels (the last group shorter), each group's time loop
+    // scanGroup channels (the last group shorter), each group's time loop
     // sweeping its channels at every step.
     Value width = sizes.back();
-    Value group = indexConst(rewriter, loc, kScanGroup);
+    Value group = indexConst(rewriter, loc, scanGroup);
     Value groups = arith::CeilDivUIOp::create(rewriter, loc, width, group);
     SmallVector<Value> groupSizes(sizes);
     groupSizes.back() = groups;
-    auto carryType = RankedTensorType::get({kScanGroup}, elem);
+    auto carryType = RankedTensorType::get({scanGroup}, elem);
     SmallVector<Value> results = buildNestExcept(
         rewriter, loc, groupSizes, axis, {hInit, lastInit},
         [&](OpBuilder &b, Location l, ValueRange outer, ValueRange args) {
@@ -1088,7 +1096,9 @@ struct GatedLinearAttentionGradToLoops
 
 } // namespace
 
-void mlir::recur::loops::populateScanPatterns(RewritePatternSet &patterns) {
-  patterns.add<LinearScanToLoops, ScanToLoops, GatedLinearAttentionToLoops,
+void mlir::recur::loops::populateScanPatterns(RewritePatternSet &patterns,
+                                              int64_t scanGroup) {
+  patterns.add<LinearScanToLoops>(patterns.getContext(), scanGroup);
+  patterns.add<ScanToLoops, GatedLinearAttentionToLoops,
                GatedLinearAttentionGradToLoops>(patterns.getContext());
 }

@@ -26,8 +26,14 @@ namespace recur {
 /// `F` + kWorkspaceSuffix.
 constexpr llvm::StringLiteral kWorkspaceSuffix = "_workspace";
 
+/// The channels one thread of a linear_scan along a dimension other than
+/// the last scans together (`convert-recur-to-loops{scan-group=N}`): rows
+/// of 128 suit a CPU core; a GPU wants one channel a thread.
+constexpr int64_t kDefaultScanGroup = 128;
+
 /// Adds the patterns that lower recur ops to scalar scf loops.
-void populateRecurToLoopsPatterns(RewritePatternSet &patterns);
+void populateRecurToLoopsPatterns(RewritePatternSet &patterns,
+                                  int64_t scanGroup = kDefaultScanGroup);
 
 } // namespace recur
 } // namespace mlir
