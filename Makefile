@@ -11,7 +11,7 @@ CMAKE_FLAGS  = -G Ninja \
                -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
                -DMLIR_DIR=$(LLVM_PREFIX)/lib/cmake/mlir
 
-.PHONY: all deps build test demo bench test-asan fuzz docs format clean
+.PHONY: all deps build test demo bench test-gpu gpu-suite bench-gpu test-asan fuzz docs format clean
 
 all: build
 
@@ -43,6 +43,30 @@ demo: build
 BENCH_FLAGS ?=
 bench: build
 	python3 bench/run.py --build $(BUILD_DIR) $(BENCH_FLAGS)
+
+# On a machine with a CUDA GPU and this build: the GPU suite through lit
+# (test/Integration/CUDA, feature cuda-gpu: every case of gpu-cases.txt by
+# recur-run --target=cuda against the oracle). Fails where lit finds no GPU.
+LIT ?= $(LLVM_PREFIX)/bin/lit
+test-gpu: build
+	@$(LIT) -v $(BUILD_DIR)/test/Integration/CUDA >$(BUILD_DIR)/test-gpu.log 2>&1; \
+	  rc=$$?; cat $(BUILD_DIR)/test-gpu.log; \
+	  if grep -q '^UNSUPPORTED: .*gpu.test' $(BUILD_DIR)/test-gpu.log; then \
+	    echo "make test-gpu: no CUDA GPU here (lit feature cuda-gpu); see docs/cuda.md"; exit 1; \
+	  fi; exit $$rc
+
+# The same cases and the GPU benchmark layers as programs without LLVM
+# (scripts/gpu-suite.sh prepare): $(BUILD_DIR)/gpu-suite, to copy to a GPU
+# machine and run there with `scripts/gpu-suite.sh run DIR`.
+gpu-suite: build
+	bash scripts/gpu-suite.sh prepare $(BUILD_DIR)
+
+# On a machine with a CUDA GPU: the suite and Recur's kernels timed against
+# a device-to-device copy, then the peers (bench/gpu_peers.py: PyTorch,
+# flash-linear-attention, FlexAttention) in the same run (docs/performance.md).
+bench-gpu: gpu-suite
+	bash scripts/gpu-suite.sh run $(BUILD_DIR)/gpu-suite
+	python3 bench/gpu_peers.py
 
 # The whole suite again with the project's own code under ASan + UBSan.
 test-asan: deps $(ASAN_DIR)/build.ninja

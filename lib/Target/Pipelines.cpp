@@ -34,13 +34,15 @@ void ensurePassesRegistered() {
 
 /// The CPU and CUDA pipelines' common start: recur to loops (those of
 /// independent iterations tagged; a linear scan across channels in groups
-/// of `scanGroup` a thread), elementwise glue fused on tensors,
+/// of `scanGroup` a thread; a recurrent gla a thread per output column with
+/// `glaColumnThreads`), elementwise glue fused on tensors,
 /// contractions with their contiguous output dimension innermost,
 /// bufferization, the tagged loops and linalg's parallel dimensions as
 /// scf.parallel, buffers deallocated.
-std::string bufferizedLoops(int64_t scanGroup) {
+std::string bufferizedLoops(int64_t scanGroup, bool glaColumnThreads) {
   return "convert-recur-to-loops{mark-parallel scan-group=" +
-         std::to_string(scanGroup) +
+         std::to_string(scanGroup) + " gla-column-threads=" +
+         (glaColumnThreads ? "true" : "false") +
          "},"
          "canonicalize,"
          "recur-fuse-elementwise,"
@@ -103,7 +105,7 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm) {
   // is a memref.alloc, each layer F gets F_workspace, the bound on what its
   // buffers hold at once (recur_workspace_size).
   static const std::string kPipeline =
-      bufferizedLoops(kDefaultScanGroup) +
+      bufferizedLoops(kDefaultScanGroup, /*glaColumnThreads=*/false) +
       "recur-workspace-bound,"
       "convert-scf-to-openmp,"
       "expand-strided-metadata,"
@@ -128,9 +130,11 @@ void mlir::recur::buildCudaLoweringPipeline(
   // LLVM dialect with buffers from the generic allocation functions (the
   // CUDA target points them at device memory) and launches as calls of
   // the runtime's mgpu* functions.
-  // A linear scan across channels runs one channel a thread, neighbouring
-  // threads on neighbouring channels (coalesced).
-  std::string text = bufferizedLoops(/*scanGroup=*/1) +
+  // A linear scan across channels runs one channel a thread, and a
+  // recurrent gla one output column a thread: neighbouring threads on
+  // neighbouring channels or columns (coalesced).
+  std::string text =
+      bufferizedLoops(/*scanGroup=*/1, /*glaColumnThreads=*/true) +
                      "func.func(recur-gpu-offload),"
                      "gpu-kernel-outlining,"
                      "cse,";

@@ -93,7 +93,13 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
     Option<"scanGroup", "scan-group", "int64_t", /*default=*/"128",
            "Channels of the last dimension one thread scans together in a "
            "linear_scan along another dimension (1 to 4096): 128 for a CPU "
-           "core, 1 for a GPU (one channel a thread)">
+           "core, 1 for a GPU (one channel a thread)">,
+    Option<"glaColumnThreads", "gla-column-threads", "bool",
+           /*default=*/"false",
+           "Lower a recurrent gla with its output columns independent too "
+           "(a nest over the leading indices and the columns, each column "
+           "of the state swept on its own): the GPU's form; the CPU's "
+           "sweeps the state row by row over contiguous columns">
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",

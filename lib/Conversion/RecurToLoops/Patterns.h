@@ -20,8 +20,11 @@ class RewritePatternSet;
 namespace recur::loops {
 
 /// linear_scan, scan and gated_linear_attention (Scans.cpp); a linear_scan
-/// along a dimension other than the last scans `scanGroup` channels a thread.
-void populateScanPatterns(RewritePatternSet &patterns, int64_t scanGroup);
+/// along a dimension other than the last scans `scanGroup` channels a
+/// thread, and a recurrent gla runs a thread per output column when
+/// `glaColumnThreads` is set.
+void populateScanPatterns(RewritePatternSet &patterns, int64_t scanGroup,
+                          bool glaColumnThreads);
 
 /// gate (Gates.cpp).
 void populateGatePatterns(RewritePatternSet &patterns);

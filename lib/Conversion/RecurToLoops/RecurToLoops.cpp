@@ -48,7 +48,7 @@ struct ConvertRecurToLoopsPass
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     target.addIllegalDialect<RecurDialect>();
     RewritePatternSet patterns(&getContext());
-    populateRecurToLoopsPatterns(patterns, scanGroup);
+    populateRecurToLoopsPatterns(patterns, scanGroup, glaColumnThreads);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
@@ -63,8 +63,9 @@ struct ConvertRecurToLoopsPass
 } // namespace
 
 void mlir::recur::populateRecurToLoopsPatterns(RewritePatternSet &patterns,
-                                               int64_t scanGroup) {
-  loops::populateScanPatterns(patterns, scanGroup);
+                                               int64_t scanGroup,
+                                               bool glaColumnThreads) {
+  loops::populateScanPatterns(patterns, scanGroup, glaColumnThreads);
   loops::populateGatePatterns(patterns);
   loops::populateAttentionPatterns(patterns);
   loops::populateBlockPatterns(patterns);

@@ -716,7 +716,11 @@ private:
 };
 
 struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+  GatedLinearAttentionToLoops(MLIRContext *context, bool columnThreads)
+      : OpRewritePattern(context), columnThreads(columnThreads) {}
+  /// The recurrent form one output column a thread (the GPU's), rather
+  /// than one leading index a thread sweeping the state row by row.
+  bool columnThreads;
 
   // `recurrent` (and `auto` for a vector state) runs the recurrence one step
   // at a time; `chunked` (and `auto` for a matrix state) the chunked
@@ -792,6 +796,12 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
           });
     };
 
+    if (!chunked && columnThreads) {
+      rewriter.replaceOp(op, buildColumns(rewriter, loc, op, sizes, yInit,
+                                          stateInit, complexState));
+      return success();
+    }
+
     SmallVector<Value> results = buildNest(
         rewriter, loc, sizes.lead, {yInit, stateInit},
         [&](OpBuilder &b, Location l, ValueRange lead, ValueRange args) {
@@ -808,6 +818,77 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
         });
     rewriter.replaceOp(op, results);
     return success();
+  }
+
+  /// The recurrent form with the output columns independent too: for each
+  /// leading index and column j (a nest of independent iterations, so on a
+  /// GPU a thread per column, neighbouring threads on neighbouring
+  /// columns), the state column S[:, j] starts from the init and at every
+  /// step t
+  ///   S_t[i, j] = a_t[i] * S_{t-1}[i, j] + k_t[i] * v_t[j]
+  ///   y_t[j]    = sum_i q_t[i] * Re(S_t[i, j])   (in increasing i, from 0)
+  /// the same arithmetic in the same order as the row form, so the results
+  /// are the same bits.
+  static SmallVector<Value> buildColumns(OpBuilder &rewriter, Location loc,
+                                         GatedLinearAttentionOp op,
+                                         const GlaSizes &sizes, Value yInit,
+                                         Value stateInit, bool complexState) {
+    Type elem = cast<RankedTensorType>(op.getY().getType()).getElementType();
+    Type stateElem =
+        cast<RankedTensorType>(op.getState().getType()).getElementType();
+    SmallVector<Value> nestSizes(sizes.lead);
+    nestSizes.push_back(sizes.dv);
+    return buildNest(
+        rewriter, loc, nestSizes, {yInit, stateInit},
+        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+          ValueRange lead = ivs.drop_back();
+          Value j = ivs.back();
+          Value zero = indexConst(b, l, 0);
+          Value state = buildLoop(
+              b, l, zero, sizes.dk, args[1],
+              [&](OpBuilder &ib, Location il, ValueRange i, ValueRange iter) {
+                SmallVector<Value> idx =
+                    concatIndices(lead, ValueRange{i[0], j});
+                Value s0 = op.getInit() ? extractAt(ib, il, op.getInit(), idx)
+                                        : zeroOf(ib, il, stateElem);
+                return SmallVector<Value>{insertAt(ib, il, s0, iter[0], idx)};
+              })[0];
+          return buildLoop(
+              b, l, zero, sizes.steps, ValueRange{args[0], state},
+              [&](OpBuilder &tb, Location tl, ValueRange t,
+                  ValueRange stepIter) {
+                SmallVector<Value> vIdx = concatIndices(lead, ValueRange{t[0], j});
+                Value vt = extractAt(tb, tl, op.getV(), vIdx);
+                SmallVector<Value> swept = buildLoop(
+                    tb, tl, zero, sizes.dk,
+                    ValueRange{stepIter[1], zeroOf(tb, tl, elem)},
+                    [&](OpBuilder &ib, Location il, ValueRange i,
+                        ValueRange iter) {
+                      SmallVector<Value> kIdx =
+                          concatIndices(lead, ValueRange{t[0], i[0]});
+                      SmallVector<Value> sIdx =
+                          concatIndices(lead, ValueRange{i[0], j});
+                      Value at = extractAt(ib, il, op.getA(), kIdx);
+                      Value kt = extractAt(ib, il, op.getK(), kIdx);
+                      Value qt = extractAt(ib, il, op.getQ(), kIdx);
+                      Value kv = arith::MulFOp::create(ib, il, kt, vt);
+                      if (complexState)
+                        kv = complex::CreateOp::create(ib, il, stateElem, kv,
+                                                       zeroOf(ib, il, elem));
+                      Value prev = extractAt(ib, il, iter[0], sIdx);
+                      Value s = add(ib, il, mul(ib, il, at, prev), kv);
+                      Value sRe =
+                          complexState ? complex::ReOp::create(ib, il, s) : s;
+                      Value acc = arith::AddFOp::create(
+                          ib, il, iter[1],
+                          arith::MulFOp::create(ib, il, qt, sRe));
+                      return SmallVector<Value>{
+                          insertAt(ib, il, s, iter[0], sIdx), acc};
+                    });
+                return SmallVector<Value>{
+                    insertAt(tb, tl, swept[1], stepIter[0], vIdx), swept[0]};
+              });
+        });
   }
 };
 
@@ -1097,8 +1178,11 @@ struct GatedLinearAttentionGradToLoops
 } // namespace
 
 void mlir::recur::loops::populateScanPatterns(RewritePatternSet &patterns,
-                                              int64_t scanGroup) {
+                                              int64_t scanGroup,
+                                              bool glaColumnThreads) {
   patterns.add<LinearScanToLoops>(patterns.getContext(), scanGroup);
-  patterns.add<ScanToLoops, GatedLinearAttentionToLoops,
-               GatedLinearAttentionGradToLoops>(patterns.getContext());
+  patterns.add<GatedLinearAttentionToLoops>(patterns.getContext(),
+                                            glaColumnThreads);
+  patterns.add<ScanToLoops, GatedLinearAttentionGradToLoops>(
+      patterns.getContext());
 }
