@@ -741,6 +741,10 @@ TV Generator::genBuiltin(const CallExpr &call, bool &handled) {
                                       (*start == -1 ? " position"
                                                     : " positions"));
       return TV();
+    } else {
+      // The runtime size must hold the slice: the runtime checks it.
+      int64_t &least = runtimeDimMinimum[d.symbol];
+      least = std::max(least, *start < 0 ? -*start : *start + *size);
     }
     int64_t rank = x.type.rank();
     SmallVector<OpFoldResult> offsets(rank, builder.getIndexAttr(0)), sizes,

@@ -150,6 +150,10 @@ public:
   /// Compile-time and runtime dims of the current layer.
   llvm::StringMap<Dim> dims;
   llvm::StringMap<mlir::Value> runtimeDimValues;
+  /// The fewest positions of each runtime dim the layer's slices read (a
+  /// call with fewer would read outside its tensors): the function's
+  /// `recur.min_sizes`, checked by the runtime.
+  llvm::StringMap<int64_t> runtimeDimMinimum;
   llvm::StringMap<const FnDecl *> fns;
 
 private:

@@ -309,6 +309,7 @@ std::optional<std::string> initSpelling(Generator &gen, const InitRule &rule,
 bool Generator::genLayer(const LayerDecl &layer, ModuleOp out) {
   dims.clear();
   runtimeDimValues.clear();
+  runtimeDimMinimum.clear();
   stackReported = false;
   tensorDecls.clear();
   nextStates.clear();
@@ -473,10 +474,18 @@ bool Generator::genLayer(const LayerDecl &layer, ModuleOp out) {
       complete = false;
     returned.push_back(it->second.value);
   }
-  if (complete && diags.getNumErrors() == errorsBefore)
+  if (complete && diags.getNumErrors() == errorsBefore) {
     func::ReturnOp::create(builder, loc(layer.range), returned);
-  else
+    if (!runtimeDimMinimum.empty()) {
+      SmallVector<NamedAttribute> mins;
+      for (const auto &entry : runtimeDimMinimum)
+        mins.push_back(builder.getNamedAttr(
+            entry.getKey(), builder.getI64IntegerAttr(entry.getValue())));
+      func->setAttr("recur.min_sizes", builder.getDictionaryAttr(mins));
+    }
+  } else {
     func.erase();
+  }
   return diags.getNumErrors() == errorsBefore;
 }
 

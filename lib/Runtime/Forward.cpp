@@ -247,7 +247,20 @@ recur_status Call::bindState() {
   return RECUR_OK;
 }
 
+/// Every runtime size at least the layer's minimum, and a step's time
+/// dimension exactly one step.
 recur_status Call::checkStep() const {
+  for (int32_t d = 0; layer->runtime_dim_min && d < layer->num_runtime_dims;
+       ++d)
+    if (dims.isBound(d) && dims.values[d] < layer->runtime_dim_min[d])
+      return ctx.fail(
+          RECUR_ERROR_SHAPE,
+          "dimension %s is %lld in %s, but the layer reads at least %lld "
+          "positions of it per call (it slices them)",
+          nameOr(layer->runtime_dim_names ? layer->runtime_dim_names[d]
+                                          : nullptr),
+          static_cast<long long>(dims.values[d]), dims.sources[d].c_str(),
+          static_cast<long long>(layer->runtime_dim_min[d]));
   int32_t timeDim = layer->time_dim;
   if (!isStep || timeDim < 0 || !dims.isBound(timeDim) ||
       dims.values[timeDim] == layer->step_length)

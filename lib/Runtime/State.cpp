@@ -9,7 +9,7 @@
 //
 // Saved format (host byte order), followed by an FNV-1a 64 checksum of all
 // the bytes before it:
-//   "RECURST\0"  u32 ABI version  u32 state count  u64 layer id  i64 batch
+//   "RECURST\0"  u32 format version  u32 state count  u64 layer id  i64 batch
 //   per state:   u32 dtype  u32 rank  i64 shape[rank]
 //   per state:   its elements, row-major
 //
@@ -221,6 +221,9 @@ void applyInits(recur_state &state, const std::vector<InitSource> &sources,
 //===----------------------------------------------------------------------===//
 
 constexpr char kMagic[8] = {'R', 'E', 'C', 'U', 'R', 'S', 'T', '\0'};
+/// The version of the saved format: 4, the ABI version it was introduced
+/// with, and unchanged since (ABI version 5 changed only the descriptor).
+constexpr uint32_t kStateFormatVersion = 4;
 
 /// FNV-1a 64 of `size` bytes.
 uint64_t fnv1a(const unsigned char *data, size_t size) {
@@ -325,11 +328,11 @@ recur_status parseSaved(const Context &ctx, const unsigned char *buffer,
   if (!reader.value(header.version))
     return ctx.fail(RECUR_ERROR_FORMAT,
                     "the saved state is truncated (%zu bytes)", bytes);
-  if (header.version != RECUR_ABI_VERSION)
+  if (header.version != kStateFormatVersion)
     return ctx.fail(RECUR_ERROR_FORMAT,
-                    "the state was saved with ABI version %u; this runtime "
-                    "reads version %d",
-                    header.version, RECUR_ABI_VERSION);
+                    "the state was saved in format version %u; this runtime "
+                    "reads version %u",
+                    header.version, kStateFormatVersion);
   bool complete = reader.value(header.count) && reader.value(header.id) &&
                   reader.value(header.batch);
   for (uint32_t i = 0; complete && i < header.count; ++i)
@@ -547,7 +550,7 @@ extern "C" recur_status recur_state_save(const recur_state *state, void *buffer,
   auto *out = static_cast<unsigned char *>(buffer);
   Writer writer(out);
   writer.bytes(kMagic, sizeof(kMagic));
-  writer.value(static_cast<uint32_t>(RECUR_ABI_VERSION));
+  writer.value(kStateFormatVersion);
   writer.value(static_cast<uint32_t>(state->tensors.size()));
   writer.value(static_cast<uint64_t>(state->info.desc->id));
   writer.value(static_cast<int64_t>(state->batch));

@@ -244,6 +244,23 @@ FailureOr<LayerSignature> mlir::recur::getLayerSignature(func::FuncOp func) {
         sig.timeDim = static_cast<int32_t>(-1 - size);
         break;
       }
+  // The fewest positions of a runtime dim a call may have (the front
+  // end's `recur.min_sizes`: what the layer's slices read).
+  sig.runtimeDimMin.assign(sig.runtimeDims.size(), 0);
+  if (Attribute attr = func->getAttr("recur.min_sizes")) {
+    auto mins = dyn_cast<DictionaryAttr>(attr);
+    if (!mins)
+      return func.emitError() << "'recur.min_sizes' must be a dictionary";
+    for (NamedAttribute entry : mins) {
+      auto it = runtimeDims.find(entry.getName().strref());
+      auto value = dyn_cast<IntegerAttr>(entry.getValue());
+      if (it == runtimeDims.end() || !value || value.getInt() < 0)
+        return func.emitError()
+               << "'recur.min_sizes' entry '" << entry.getName().strref()
+               << "' must give a runtime dimension a size >= 0";
+      sig.runtimeDimMin[it->second] = value.getInt();
+    }
+  }
   // A layer that runs blocks steps a block at a time.
   func.walk([&](BlockRecurrenceOp op) {
     sig.stepLength =
@@ -291,6 +308,7 @@ mlir::recur::buildLayerDesc(const LayerSignature &sig, recur_kernel_fn kernel,
     owned->results.push_back(convert(t));
   for (const std::string &d : sig.runtimeDims)
     owned->runtimeDimNames.push_back(d.c_str());
+  owned->runtimeDimMin = sig.runtimeDimMin;
   recur_layer_desc &d = owned->desc;
   d.abi_version = RECUR_ABI_VERSION;
   d.device = sig.deviceKernel ? RECUR_DEVICE_CUDA : RECUR_DEVICE_CPU;
@@ -312,6 +330,10 @@ mlir::recur::buildLayerDesc(const LayerSignature &sig, recur_kernel_fn kernel,
   d.kernel = kernel;
   d.workspace = workspace;
   d.backward = backward;
+  d.runtime_dim_min =
+      llvm::any_of(owned->runtimeDimMin, [](int64_t m) { return m > 0; })
+          ? owned->runtimeDimMin.data()
+          : nullptr;
   return owned;
 }
 
@@ -480,6 +502,14 @@ std::string mlir::recur::emitLayerHeader(const LayerSignature &sig,
   if (sig.runtimeDims.empty())
     os << "0";
   os << "};\n";
+  bool anyMin =
+      llvm::any_of(sig.runtimeDimMin, [](int64_t m) { return m > 0; });
+  if (anyMin) {
+    os << "static const int64_t recur_" << L << "_runtime_dim_min_[] = {";
+    for (size_t i = 0; i < sig.runtimeDimMin.size(); ++i)
+      os << (i ? ", " : "") << sig.runtimeDimMin[i];
+    os << "};\n";
+  }
   emitArgTable(os, sig, "args", sig.args);
   emitArgTable(os, sig, "results", sig.results);
   os << "static const recur_layer_desc recur_" << L << "_layer_ = {\n"
@@ -493,7 +523,8 @@ std::string mlir::recur::emitLayerHeader(const LayerSignature &sig,
      << kernelSymbol(L) << ", "
      << (sig.deviceKernel ? std::string("0") : workspaceSymbol(L)) << ", "
      << (sig.hasBackward ? backwardSymbol(L) : std::string("0")) << ",\n    "
-     << (sig.deviceKernel ? "RECUR_DEVICE_CUDA" : "RECUR_DEVICE_CPU")
+     << (sig.deviceKernel ? "RECUR_DEVICE_CUDA" : "RECUR_DEVICE_CPU") << ", "
+     << (anyMin ? "recur_" + L + "_runtime_dim_min_" : std::string("0"))
      << "};\n\n";
 
   std::string in = "const recur_" + L + "_inputs *inputs",

@@ -34,15 +34,18 @@ void ensurePassesRegistered() {
 
 /// The CPU and CUDA pipelines' common start: recur to loops (those of
 /// independent iterations tagged; a linear scan across channels in groups
-/// of `scanGroup` a thread; a recurrent gla a thread per output column with
-/// `glaColumnThreads`), elementwise glue fused on tensors,
+/// of `scanGroup` a thread, or in chunks of `scanChunk` steps; a recurrent
+/// gla a thread per output column with `glaColumnThreads`), elementwise
+/// glue fused on tensors,
 /// contractions with their contiguous output dimension innermost,
 /// bufferization, the tagged loops and linalg's parallel dimensions as
 /// scf.parallel, buffers deallocated.
-std::string bufferizedLoops(int64_t scanGroup, bool glaColumnThreads) {
+std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
+                            bool glaColumnThreads) {
   return "convert-recur-to-loops{mark-parallel scan-group=" +
-         std::to_string(scanGroup) + " gla-column-threads=" +
-         (glaColumnThreads ? "true" : "false") +
+         std::to_string(scanGroup) +
+         " scan-chunk=" + std::to_string(scanChunk) +
+         " gla-column-threads=" + (glaColumnThreads ? "true" : "false") +
          "},"
          "canonicalize,"
          "recur-fuse-elementwise,"
@@ -105,7 +108,8 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm) {
   // is a memref.alloc, each layer F gets F_workspace, the bound on what its
   // buffers hold at once (recur_workspace_size).
   static const std::string kPipeline =
-      bufferizedLoops(kDefaultScanGroup, /*glaColumnThreads=*/false) +
+      bufferizedLoops(kDefaultScanGroup, /*scanChunk=*/0,
+                      /*glaColumnThreads=*/false) +
       "recur-workspace-bound,"
       "convert-scf-to-openmp,"
       "expand-strided-metadata,"
@@ -130,11 +134,12 @@ void mlir::recur::buildCudaLoweringPipeline(
   // LLVM dialect with buffers from the generic allocation functions (the
   // CUDA target points them at device memory) and launches as calls of
   // the runtime's mgpu* functions.
-  // A linear scan across channels runs one channel a thread, and a
-  // recurrent gla one output column a thread: neighbouring threads on
-  // neighbouring channels or columns (coalesced).
-  std::string text =
-      bufferizedLoops(/*scanGroup=*/1, /*glaColumnThreads=*/true) +
+  // A linear scan runs one channel a thread, and a recurrent gla one output
+  // column a thread: neighbouring threads on neighbouring channels or
+  // columns (coalesced). The chunked scan (scan-chunk) was slower on an
+  // H200 (docs/performance.md), so it is not used.
+  std::string text = bufferizedLoops(/*scanGroup=*/1, /*scanChunk=*/0,
+                                     /*glaColumnThreads=*/true) +
                      "func.func(recur-gpu-offload),"
                      "gpu-kernel-outlining,"
                      "cse,";

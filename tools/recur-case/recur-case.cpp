@@ -52,26 +52,11 @@ int runtimeFail(const std::string &what) {
 }
 
 /// One tensor of the case: its description, shape and typed bytes.
-struct Tensor {
-  const recur_arg_desc *desc = nullptr;
-  std::vector<int64_t> shape;
-  std::vector<unsigned char> bytes;
-
-  int64_t numel() const {
-    int64_t n = 1;
-    for (int64_t s : shape)
-      n *= s;
-    return n;
-  }
-  recur_tensor view() {
-    return recur_tensor_contiguous(bytes.data(), desc->dtype,
-                                   static_cast<int32_t>(shape.size()),
-                                   shape.data());
-  }
+struct Tensor : TensorBytes<recur_arg_desc> {
   std::vector<Complex> values() const {
     std::vector<Complex> v(numel());
     for (int64_t i = 0; i < numel(); ++i)
-      v[i] = loadElement(desc->dtype, bytes.data(), i);
+      v[i] = loadElement(sig->dtype, bytes.data(), i);
     return v;
   }
 };
@@ -79,7 +64,7 @@ struct Tensor {
 Tensor makeTensor(const recur_arg_desc &desc,
                   const std::vector<int64_t> &dims) {
   Tensor t;
-  t.desc = &desc;
+  t.sig = &desc;
   for (int32_t d = 0; d < desc.rank; ++d)
     t.shape.push_back(desc.shape[d] >= 0 ? desc.shape[d]
                                          : dims[-1 - desc.shape[d]]);
@@ -104,7 +89,7 @@ bool readTensor(const std::string &path, Tensor &t, std::string &error) {
   }
   if (bytes.size() != t.bytes.size()) {
     error = "'" + path + "' has " + std::to_string(bytes.size()) +
-            " bytes where '" + t.desc->name + "' needs " +
+            " bytes where '" + t.sig->name + "' needs " +
             std::to_string(t.bytes.size());
     return false;
   }
@@ -118,8 +103,8 @@ bool readValues(const std::string &path, int64_t count,
   std::vector<unsigned char> bytes;
   if (!readFile(path, bytes) ||
       bytes.size() != static_cast<size_t>(count) * sizeof(Complex)) {
-    error = "cannot read " + std::to_string(count) + " values from '" +
-            path + "'";
+    error =
+        "cannot read " + std::to_string(count) + " values from '" + path + "'";
     return false;
   }
   out.resize(count);
@@ -128,7 +113,7 @@ bool readValues(const std::string &path, int64_t count,
 }
 
 std::string shapeText(const Tensor &t) {
-  std::string s = std::string(recur_dtype_name(t.desc->dtype)) + "[";
+  std::string s = std::string(recur_dtype_name(t.sig->dtype)) + "[";
   for (size_t i = 0; i < t.shape.size(); ++i)
     s += (i ? ", " : "") + std::to_string(t.shape[i]);
   return s + "]";
@@ -195,8 +180,7 @@ int loadCase(Case &c) {
   int lineNo = 0;
   std::map<int, Tensor> args;
   auto bad = [&](const std::string &why) {
-    return fail(c.path("case.txt") + ":" + std::to_string(lineNo) + ": " +
-                why);
+    return fail(c.path("case.txt") + ":" + std::to_string(lineNo) + ": " + why);
   };
   while (std::getline(in, line)) {
     ++lineNo;
@@ -248,11 +232,11 @@ int loadCase(Case &c) {
       if (!readValues(c.path(file), resultCount(layer->results[r], c), v,
                       error))
         return bad(error);
-      auto &want = key == "want"
-                       ? c.want
-                       : (c.segments.resize(std::max<size_t>(
-                              c.segments.size(), k + 1)),
-                          c.segments[k].want);
+      auto &want =
+          key == "want"
+              ? c.want
+              : (c.segments.resize(std::max<size_t>(c.segments.size(), k + 1)),
+                 c.segments[k].want);
       want.resize(std::max<size_t>(want.size(), r + 1));
       want[r] = std::move(v);
     } else if (key == "segment_input") {
@@ -290,42 +274,26 @@ int loadCase(Case &c) {
                 std::to_string(c.want.size()) + " of " +
                 std::to_string(layer->num_results) + " results");
   for (auto &[i, t] : args)
-    (t.desc->role == RECUR_ROLE_INPUT   ? c.inputs
-     : t.desc->role == RECUR_ROLE_PARAM ? c.params
-                                        : c.states)
+    (t.sig->role == RECUR_ROLE_INPUT   ? c.inputs
+     : t.sig->role == RECUR_ROLE_PARAM ? c.params
+                                       : c.states)
         .push_back(std::move(t));
   return EXIT_SUCCESS;
 }
 
-std::vector<recur_tensor> views(std::vector<Tensor> &ts) {
-  std::vector<recur_tensor> v;
-  for (Tensor &t : ts)
-    v.push_back(t.view());
-  return v;
-}
+std::vector<recur_tensor> views(std::vector<Tensor> &ts) { return viewsOf(ts); }
 
 /// A runtime state holding `values`.
 recur_state *newState(Case &c, std::vector<Tensor> &values) {
-  std::vector<recur_tensor> p = views(c.params);
-  recur_state *state = nullptr;
   int64_t batch = layer->batch_dim >= 0 ? c.dims[layer->batch_dim] : 1;
-  if (recur_state_create(layer, batch, p.data(), &state) != RECUR_OK)
-    return nullptr;
-  for (size_t i = 0; i < values.size(); ++i) {
-    recur_tensor v;
-    recur_state_view(state, static_cast<int32_t>(i), &v);
-    std::memcpy(v.data, values[i].bytes.data(), values[i].bytes.size());
-  }
-  return state;
+  return stateHolding(layer, batch, views(c.params), values);
 }
 
 std::vector<Tensor> stateValues(Case &c, recur_state *state) {
   std::vector<Tensor> out;
   for (size_t i = 0; i < c.states.size(); ++i) {
-    recur_tensor v;
-    recur_state_view(state, static_cast<int32_t>(i), &v);
-    Tensor t = makeTensor(*c.states[i].desc, c.dims);
-    std::memcpy(t.bytes.data(), v.data, t.bytes.size());
+    Tensor t = makeTensor(*c.states[i].sig, c.dims);
+    readStateTensor(state, static_cast<int32_t>(i), t.bytes);
     out.push_back(std::move(t));
   }
   return out;
@@ -351,22 +319,16 @@ recur_status call(Case &c, bool step, std::vector<recur_tensor> &in,
 std::vector<recur_tensor> slices(Case &c, std::vector<Tensor> &ts,
                                  int64_t start, int64_t len,
                                  std::vector<Tensor> &zeros) {
-  std::vector<recur_tensor> out;
-  for (Tensor &t : ts) {
-    recur_tensor v = t.view();
-    for (int32_t d = 0; d < t.desc->rank; ++d)
-      if (t.desc->shape[d] < 0 && -1 - t.desc->shape[d] == layer->time_dim) {
-        v.data = t.bytes.data() +
-                 start * v.strides[d] * recur_dtype_size(t.desc->dtype);
-        v.shape[d] = len;
-      }
-    if (start > 0 && c.isRowFlag(*t.desc)) {
-      zeros.push_back(makeTensor(*t.desc, c.dims));
-      v = zeros.back().view();
-    }
-    out.push_back(v);
-  }
-  return out;
+  return pieceViews(
+      ts, start, len, zeros,
+      [&](const Tensor &t) {
+        for (int32_t d = 0; d < t.sig->rank; ++d)
+          if (t.sig->shape[d] < 0 && -1 - t.sig->shape[d] == layer->time_dim)
+            return int(d);
+        return -1;
+      },
+      [&](const Tensor &t) { return c.isRowFlag(*t.sig); },
+      [&](const Tensor &t) { return makeTensor(*t.sig, c.dims); });
 }
 
 int runCase(const std::string &dir, int repeatOverride) {
@@ -448,11 +410,11 @@ int runCase(const std::string &dir, int repeatOverride) {
       std::vector<Tensor> pieceFinals = stateValues(c, state);
       recur_state_destroy(state);
       for (size_t i = 0; i < outputs.size(); ++i)
-        worst = std::max(worst, maxRelErr(pieceOuts[i].values(),
-                                          outputs[i].values()));
+        worst = std::max(worst,
+                         maxRelErr(pieceOuts[i].values(), outputs[i].values()));
       for (size_t i = 0; i < finals.size(); ++i)
-        worst = std::max(worst, maxRelErr(pieceFinals[i].values(),
-                                          finals[i].values()));
+        worst = std::max(
+            worst, maxRelErr(pieceFinals[i].values(), finals[i].values()));
     }
     if (!c.segments.empty()) {
       recur_state *state = newState(c, c.states);
@@ -465,8 +427,7 @@ int runCase(const std::string &dir, int repeatOverride) {
           return fail("a segment of the case is incomplete");
         }
         std::vector<Tensor> segOut = makeOutputs(c);
-        std::vector<recur_tensor> sin = views(seg.inputs),
-                                  sout = views(segOut);
+        std::vector<recur_tensor> sin = views(seg.inputs), sout = views(segOut);
         if (call(c, true, sin, state, sout) != RECUR_OK) {
           recur_state_destroy(state);
           return runtimeFail("recur_step");
@@ -570,15 +531,14 @@ int bench(const std::string &sizes, unsigned repeat) {
   for (int32_t i = 0; i < layer->num_args; ++i) {
     Tensor t = makeTensor(layer->args[i], dims);
     for (int64_t e = 0; e < t.numel(); ++e)
-      storeElement(t.desc->dtype, t.bytes.data(), e,
+      storeElement(t.sig->dtype, t.bytes.data(), e,
                    Complex(uniform(rng), uniform(rng)));
     void *device = nullptr;
     if (recur_cuda_malloc(t.bytes.size(), &device) ||
-        recur_cuda_memcpy_htod(device, t.bytes.data(), t.bytes.size(),
-                               nullptr))
+        recur_cuda_memcpy_htod(device, t.bytes.data(), t.bytes.size(), nullptr))
       return runtimeFail("putting the arguments on the device");
     buffers.push_back(device);
-    if (t.desc->role != RECUR_ROLE_PARAM)
+    if (t.sig->role != RECUR_ROLE_PARAM)
       traffic += t.bytes.size();
     pushMemRef(in, device, t.shape);
   }

@@ -1,4 +1,5 @@
-//===- CaseData.h - tensors of a recur-run case, without MLIR ----*- C++ -*-===//
+//===- CaseData.h - tensors of a recur-run case, without MLIR ----*- C++
+//-*-===//
 //
 // Part of the Recur project.
 //
@@ -45,7 +46,8 @@ inline uint16_t toBF16(float f) {
 }
 
 /// Stores `v` as element `i` of a `dtype` buffer.
-inline void storeElement(recur_dtype dtype, unsigned char *p, int64_t i, Complex v) {
+inline void storeElement(recur_dtype dtype, unsigned char *p, int64_t i,
+                         Complex v) {
   switch (dtype) {
   case RECUR_F16:
     reinterpret_cast<_Float16 *>(p)[i] = static_cast<_Float16>(v.real());
@@ -76,7 +78,8 @@ inline void storeElement(recur_dtype dtype, unsigned char *p, int64_t i, Complex
 }
 
 /// Element `i` of a `dtype` buffer.
-inline Complex loadElement(recur_dtype dtype, const unsigned char *p, int64_t i) {
+inline Complex loadElement(recur_dtype dtype, const unsigned char *p,
+                           int64_t i) {
   switch (dtype) {
   case RECUR_F16:
     return static_cast<double>(reinterpret_cast<const _Float16 *>(p)[i]);
@@ -106,7 +109,7 @@ inline Complex loadElement(recur_dtype dtype, const unsigned char *p, int64_t i)
 
 /// max |got - want| / max |want| (the absolute error when want is 0).
 inline double maxRelErr(const std::vector<Complex> &got,
-                 const std::vector<Complex> &want) {
+                        const std::vector<Complex> &want) {
   double err = 0.0, scale = 0.0;
   for (size_t i = 0; i < want.size(); ++i) {
     double d = std::abs(got[i] - want[i]);
@@ -114,6 +117,88 @@ inline double maxRelErr(const std::vector<Complex> &got,
     scale = std::max(scale, std::abs(want[i]));
   }
   return scale > 0.0 ? err / scale : err;
+}
+
+/// A tensor of a run: its description (a TensorSignature in recur-run, a
+/// recur_arg_desc in recur-case: anything with `dtype`), its shape and its
+/// row-major bytes in the layer's dtype.
+template <typename Desc> struct TensorBytes {
+  const Desc *sig = nullptr;
+  std::vector<int64_t> shape;
+  std::vector<unsigned char> bytes;
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t s : shape)
+      n *= s;
+    return n;
+  }
+  recur_tensor view() {
+    return recur_tensor_contiguous(bytes.data(), sig->dtype,
+                                   static_cast<int32_t>(shape.size()),
+                                   shape.data());
+  }
+};
+
+/// The views of `ts`.
+template <typename T> std::vector<recur_tensor> viewsOf(std::vector<T> &ts) {
+  std::vector<recur_tensor> v;
+  for (T &t : ts)
+    v.push_back(t.view());
+  return v;
+}
+
+/// A state of `layer` for `batch` rows holding the bytes of `values`, or
+/// NULL (recur_last_error says why).
+template <typename T>
+recur_state *stateHolding(const recur_layer_desc *layer, int64_t batch,
+                          std::vector<recur_tensor> params,
+                          const std::vector<T> &values) {
+  recur_state *state = nullptr;
+  if (recur_state_create(layer, batch, params.data(), &state) != RECUR_OK)
+    return nullptr;
+  for (size_t i = 0; i < values.size(); ++i) {
+    recur_tensor v;
+    recur_state_view(state, static_cast<int32_t>(i), &v);
+    std::memcpy(v.data, values[i].bytes.data(), values[i].bytes.size());
+  }
+  return state;
+}
+
+/// Copies state tensor `i` of `state` into `bytes`, which has its size.
+inline void readStateTensor(recur_state *state, int32_t i,
+                            std::vector<unsigned char> &bytes) {
+  recur_tensor v;
+  recur_state_view(state, i, &v);
+  std::memcpy(bytes.data(), v.data, bytes.size());
+}
+
+/// Views of `ts` narrowed to positions [start, start + len) of their time
+/// dimension (`timeDimOf(t)`: its index in t, or -1); a per-row flag
+/// (`isRowFlag(t)`) is replaced after the first piece by a zero tensor of
+/// `zeros` (made by `zeroLike(t)`): it marks where a sequence starts,
+/// which a continuation is not.
+template <typename T, typename TimeDimOf, typename IsRowFlag, typename ZeroLike>
+std::vector<recur_tensor> pieceViews(std::vector<T> &ts, int64_t start,
+                                     int64_t len, std::vector<T> &zeros,
+                                     TimeDimOf timeDimOf, IsRowFlag isRowFlag,
+                                     ZeroLike zeroLike) {
+  std::vector<recur_tensor> out;
+  for (T &t : ts) {
+    recur_tensor v = t.view();
+    int d = timeDimOf(t);
+    if (d >= 0) {
+      v.data = t.bytes.data() +
+               start * v.strides[d] * recur_dtype_size(t.sig->dtype);
+      v.shape[d] = len;
+    }
+    if (start > 0 && isRowFlag(t)) {
+      zeros.push_back(zeroLike(t));
+      v = zeros.back().view();
+    }
+    out.push_back(v);
+  }
+  return out;
 }
 
 } // namespace recur::casedata

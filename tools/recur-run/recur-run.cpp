@@ -7,16 +7,17 @@
 // Compiles one layer for the CPU exactly as `recurc --target=cpu` does (the
 // same pipeline and LLVM optimization, JIT-compiled instead of written to an
 // object), or for CUDA as `recurc --target=cuda` does (the host code
-// JIT-compiled, the kernels in its embedded fat binary), runs it through librecur_rt on seeded random inputs, and compares
-// every output and final state with the float64 oracle (lib/Oracle: the
-// layer's IR interpreted in double precision, each recur op by lib/Reference).
-// Prints `max_rel_err: <value>` per output and final state, then
-// `time_ms: <value>`, the peak bytes the call allocated and the workspace
-// bound (which it must not exceed); with --stream, also `stream_max_rel_err:
-// <value>`. Exit status 1 when an error exceeds the tolerance or anything
-// fails. With --save-case=DIR it compiles and runs nothing and writes the
-// run's data and the oracle's results for recur-case (tools/recur-case),
-// which checks a kernel compiled by recurc where no LLVM is installed.
+// JIT-compiled, the kernels in its embedded fat binary), runs it through
+// librecur_rt on seeded random inputs, and compares every output and final
+// state with the float64 oracle (lib/Oracle: the layer's IR interpreted in
+// double precision, each recur op by lib/Reference). Prints `max_rel_err:
+// <value>` per output and final state, then `time_ms: <value>`, the peak bytes
+// the call allocated and the workspace bound (which it must not exceed); with
+// --stream, also `stream_max_rel_err: <value>`. Exit status 1 when an error
+// exceeds the tolerance or anything fails. With --save-case=DIR it compiles and
+// runs nothing and writes the run's data and the oracle's results for
+// recur-case (tools/recur-case), which checks a kernel compiled by recurc where
+// no LLVM is installed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,9 +44,9 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Target/TargetMachine.h"
@@ -180,23 +181,8 @@ int runtimeFail(const Twine &what) {
 
 /// One tensor of the run: its values (rounded to the kernel's dtype, so the
 /// kernel and the oracle read the same numbers) and the typed buffer.
-struct HostTensor {
-  const TensorSignature *sig = nullptr;
-  std::vector<int64_t> shape;
+struct HostTensor : recur::casedata::TensorBytes<TensorSignature> {
   std::vector<Complex> values; // real dtypes use the real part
-  std::vector<unsigned char> bytes;
-
-  int64_t numel() const {
-    int64_t n = 1;
-    for (int64_t s : shape)
-      n *= s;
-    return n;
-  }
-  recur_tensor view() {
-    return recur_tensor_contiguous(bytes.data(), sig->dtype,
-                                   static_cast<int32_t>(shape.size()),
-                                   shape.data());
-  }
 };
 
 /// A zero tensor of `sig`'s dtype with `shape`.
@@ -363,35 +349,22 @@ struct Run {
   }
 
   std::vector<recur_tensor> views(std::vector<HostTensor> &ts) {
-    std::vector<recur_tensor> v;
-    for (HostTensor &t : ts)
-      v.push_back(t.view());
-    return v;
+    return recur::casedata::viewsOf(ts);
   }
 
   /// A runtime state holding `values`.
   recur_state *newState(std::vector<HostTensor> &values) {
-    std::vector<recur_tensor> p = views(params);
-    recur_state *state = nullptr;
-    if (recur_state_create(desc, dimSizes[sig.batchDim >= 0 ? sig.batchDim : 0],
-                           p.data(), &state) != RECUR_OK)
-      return nullptr;
-    for (size_t i = 0; i < values.size(); ++i) {
-      recur_tensor v;
-      recur_state_view(state, static_cast<int32_t>(i), &v);
-      std::memcpy(v.data, values[i].bytes.data(), values[i].bytes.size());
-    }
-    return state;
+    return recur::casedata::stateHolding(
+        desc, dimSizes[sig.batchDim >= 0 ? sig.batchDim : 0], views(params),
+        values);
   }
 
   /// The state's tensors as host tensors.
   std::vector<HostTensor> stateValues(recur_state *state) {
     std::vector<HostTensor> out;
     for (size_t i = 0; i < states.size(); ++i) {
-      recur_tensor v;
-      recur_state_view(state, static_cast<int32_t>(i), &v);
       HostTensor h = makeTensor(*states[i].sig, states[i].shape);
-      std::memcpy(h.bytes.data(), v.data, h.bytes.size());
+      recur::casedata::readStateTensor(state, static_cast<int32_t>(i), h.bytes);
       readBack(h);
       out.push_back(std::move(h));
     }
@@ -447,22 +420,17 @@ struct Run {
 std::vector<recur_tensor> slices(Run &run, std::vector<HostTensor> &ts,
                                  int64_t start, int64_t len,
                                  std::vector<HostTensor> &zeros) {
-  std::vector<recur_tensor> out;
-  for (HostTensor &t : ts) {
-    recur_tensor v = t.view();
-    for (size_t d = 0; d < t.sig->shape.size(); ++d)
-      if (t.sig->shape[d] < 0 && -1 - t.sig->shape[d] == run.sig.timeDim) {
-        v.data = t.bytes.data() +
-                 start * v.strides[d] * recur_dtype_size(t.sig->dtype);
-        v.shape[d] = len;
-      }
-    if (start > 0 && run.isRowFlag(*t.sig)) {
-      zeros.push_back(makeTensor(*t.sig, t.shape));
-      v = zeros.back().view();
-    }
-    out.push_back(v);
-  }
-  return out;
+  return recur::casedata::pieceViews(
+      ts, start, len, zeros,
+      [&](const HostTensor &t) {
+        auto it = std::find(t.sig->shape.begin(), t.sig->shape.end(),
+                            -1 - int64_t(run.sig.timeDim));
+        return run.sig.timeDim < 0 || it == t.sig->shape.end()
+                   ? -1
+                   : int(it - t.sig->shape.begin());
+      },
+      [&](const HostTensor &t) { return run.isRowFlag(*t.sig); },
+      [&](const HostTensor &t) { return makeTensor(*t.sig, t.shape); });
 }
 
 /// The largest difference between a streamed run (`outs`, `finals`) and
@@ -478,6 +446,13 @@ double compare(std::vector<HostTensor> &outs, std::vector<HostTensor> &finals,
   for (size_t i = 0; i < finals.size(); ++i)
     worst = std::max(worst, maxRelErr(finals[i].values, refFinals[i].values));
   return worst;
+}
+
+/// Whether a call of one step is long enough for the layer's slices (else
+/// --stream has no pieces to run).
+bool streamable(const Run &run) {
+  return run.sig.timeDim < 0 ||
+         run.sig.runtimeDimMin[run.sig.timeDim] <= run.sig.stepLength;
 }
 
 /// The pieces --stream splits the sequence into: every step (run by
@@ -560,21 +535,22 @@ int saveCaseFiles(Run &run, StringRef dir, double tol) {
       return EXIT_FAILURE;
     m << "want " << r << " " << name << "\n";
   }
-  if (stream && run.sig.numStates > 0 && run.sig.timeDim >= 0) {
+  if (stream && run.sig.numStates > 0 && run.sig.timeDim >= 0 &&
+      streamable(run)) {
     for (auto [p, plan] : llvm::enumerate(streamPlans(run))) {
       m << "plan " << (p == 0 ? "step" : "forward");
       for (int64_t len : plan)
         m << " " << len;
       m << "\n";
     }
-  } else if (stream && run.sig.numStates > 0) {
+  } else if (stream && run.sig.numStates > 0 && run.sig.timeDim < 0) {
     std::vector<HostTensor> from = run.states;
     for (int segment = 0; segment < 3; ++segment) {
       std::vector<HostTensor> segIn;
       run.makeInputs(segIn, inputScale);
       for (auto [j, h] : llvm::enumerate(segIn)) {
-        std::string name =
-            "seg" + std::to_string(segment) + "_in" + std::to_string(j) + ".bin";
+        std::string name = "seg" + std::to_string(segment) + "_in" +
+                           std::to_string(j) + ".bin";
         if (!writeBytes(dir, name, h.bytes.data(), h.bytes.size()))
           return EXIT_FAILURE;
         m << "segment_input " << segment << " " << j << " " << name << "\n";
@@ -1318,8 +1294,8 @@ int main(int argc, char **argv) {
     recur_memory_stats_get(&after);
     used = std::max(used, after.peak_bytes - before.live_bytes);
     recur_cuda_memory_stats_get(&deviceAfter);
-    deviceUsed = std::max(
-        deviceUsed, deviceAfter.peak_bytes - deviceBefore.live_bytes);
+    deviceUsed =
+        std::max(deviceUsed, deviceAfter.peak_bytes - deviceBefore.live_bytes);
     if (r == 0)
       finals = run.stateValues(state);
     recur_state_destroy(state);
@@ -1372,6 +1348,12 @@ int main(int argc, char **argv) {
     // sequence cannot add up to the whole (attention over the whole
     // sequence, say): there is no streaming form to check.
     outs() << "stream: not applicable, the layer carries no state\n";
+  } else if (stream && !streamable(run)) {
+    // Pieces shorter than what the layer slices cannot be run at all.
+    outs() << "stream: not applicable, a call reads at least "
+           << sig->runtimeDimMin[sig->timeDim] << " positions of "
+           << sig->runtimeDims[sig->timeDim] << " (a step covers "
+           << sig->stepLength << ")\n";
   } else if (stream) {
     double worst = 0.0;
     if (sig->timeDim >= 0) {

@@ -94,6 +94,14 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "Channels of the last dimension one thread scans together in a "
            "linear_scan along another dimension (1 to 4096): 128 for a CPU "
            "core, 1 for a GPU (one channel a thread)">,
+    Option<"scanChunk", "scan-chunk", "int64_t", /*default=*/"0",
+           "Run every linear_scan in chunks of this many steps (0: not): "
+           "each chunk's decay product and end state on its own, the "
+           "chunks' carries in order, then each chunk again from its carry; "
+           "independent iterations over channels and chunks, for a GPU "
+           "where few sequences must fill it (no pipeline uses it yet: "
+           "slower than a thread per channel for 16 x 1024 channels on an "
+           "H200)">,
     Option<"glaColumnThreads", "gla-column-threads", "bool",
            /*default=*/"false",
            "Lower a recurrent gla with its output columns independent too "

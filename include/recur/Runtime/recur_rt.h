@@ -33,7 +33,7 @@ extern "C" {
 
 /* The ABI this header describes; a layer header built for another version is
  * refused by recur_forward with RECUR_ERROR_ABI. */
-#define RECUR_ABI_VERSION 4
+#define RECUR_ABI_VERSION 5
 #define RECUR_MAX_RANK 8
 
 /*===-------------------------------------------------------------------===*
@@ -208,6 +208,10 @@ typedef struct recur_layer_desc {
    * when the layer has none. */
   recur_kernel_fn backward;
   recur_device device; /* where `kernel` runs */
+  /* Per runtime dim, the fewest positions a call may have (a slice of the
+   * last W positions needs W), or NULL when any size will do: a call with
+   * fewer fails with RECUR_ERROR_SHAPE. */
+  const int64_t *runtime_dim_min;
 } recur_layer_desc;
 
 /*===-------------------------------------------------------------------===*

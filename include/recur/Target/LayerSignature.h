@@ -58,6 +58,8 @@ struct LayerSignature {
   int32_t timeDim = -1;
   int64_t stepLength = 1;
   int32_t numInputs = 0, numParams = 0, numStates = 0, numOutputs = 0;
+  /// Per runtime dim, the fewest positions a call may have (0: any).
+  std::vector<int64_t> runtimeDimMin;
   /// Kernel arguments (inputs, params, states in declaration order) and
   /// results (outputs, next states).
   std::vector<TensorSignature> args, results;
@@ -86,6 +88,7 @@ struct OwnedLayerDesc {
   recur_layer_desc desc{};
   std::vector<recur_arg_desc> args, results;
   std::vector<const char *> runtimeDimNames;
+  std::vector<int64_t> runtimeDimMin;
 };
 std::unique_ptr<OwnedLayerDesc>
 buildLayerDesc(const LayerSignature &signature, recur_kernel_fn kernel,

@@ -21,10 +21,11 @@ namespace recur::loops {
 
 /// linear_scan, scan and gated_linear_attention (Scans.cpp); a linear_scan
 /// along a dimension other than the last scans `scanGroup` channels a
-/// thread, and a recurrent gla runs a thread per output column when
-/// `glaColumnThreads` is set.
+/// thread, or with `scanChunk` > 0 runs in chunks of that many steps, and a
+/// recurrent gla runs a thread per output column when `glaColumnThreads`
+/// is set.
 void populateScanPatterns(RewritePatternSet &patterns, int64_t scanGroup,
-                          bool glaColumnThreads);
+                          int64_t scanChunk, bool glaColumnThreads);
 
 /// gate (Gates.cpp).
 void populateGatePatterns(RewritePatternSet &patterns);

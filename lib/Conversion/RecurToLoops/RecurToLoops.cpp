@@ -48,7 +48,8 @@ struct ConvertRecurToLoopsPass
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     target.addIllegalDialect<RecurDialect>();
     RewritePatternSet patterns(&getContext());
-    populateRecurToLoopsPatterns(patterns, scanGroup, glaColumnThreads);
+    populateRecurToLoopsPatterns(patterns, scanGroup, scanChunk,
+                                 glaColumnThreads);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
@@ -64,8 +65,9 @@ struct ConvertRecurToLoopsPass
 
 void mlir::recur::populateRecurToLoopsPatterns(RewritePatternSet &patterns,
                                                int64_t scanGroup,
+                                               int64_t scanChunk,
                                                bool glaColumnThreads) {
-  loops::populateScanPatterns(patterns, scanGroup, glaColumnThreads);
+  loops::populateScanPatterns(patterns, scanGroup, scanChunk, glaColumnThreads);
   loops::populateGatePatterns(patterns);
   loops::populateAttentionPatterns(patterns);
   loops::populateBlockPatterns(patterns);

@@ -64,10 +64,13 @@ Value stepPosition(OpBuilder &b, Location loc, Value t, Value length,
 constexpr int64_t kMaxScanGroup = 4096;
 
 struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
-  LinearScanToLoops(MLIRContext *context, int64_t scanGroup)
+  LinearScanToLoops(MLIRContext *context, int64_t scanGroup, int64_t scanChunk)
       : OpRewritePattern(context),
-        scanGroup(std::clamp<int64_t>(scanGroup, 1, kMaxScanGroup)) {}
+        scanGroup(std::clamp<int64_t>(scanGroup, 1, kMaxScanGroup)),
+        scanChunk(std::max<int64_t>(scanChunk, 0)) {}
   int64_t scanGroup;
+  /// Steps per chunk of the chunked form (0: none).
+  int64_t scanChunk;
 
   LogicalResult matchAndRewrite(LinearScanOp op,
                                 PatternRewriter &rewriter) const override {
@@ -100,6 +103,14 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
       return op.getInit() ? extractAt(b, l, op.getInit(), idx)
                           : zeroOf(b, l, elem);
     };
+
+    // In chunks of time: three nests of independent iterations (see
+    // buildChunked).
+    if (scanChunk > 0) {
+      rewriter.replaceOp(op, buildChunked(rewriter, loc, op, sizes, lastSizes,
+                                          hInit, lastInit, aAt, carryInit));
+      return success();
+    }
 
     // Along the last dimension, or in groups of one: one channel at a time,
     // its carry a scalar.
@@ -184,6 +195,118 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
         });
     rewriter.replaceOp(op, results);
     return success();
+  }
+
+  /// The chunked form, for a GPU: the steps split into K chunks of
+  /// scanChunk (the last shorter), and for every channel (every index but
+  /// the axis)
+  ///  1. each chunk k on its own, from zero: its decay P_k = prod a_t and
+  ///     its end state H_k, into `[channels..., K]` tensors;
+  ///  2. the chunks in order: carry_k, the state entering chunk k, is the
+  ///     init for k = 0 and P_{k-1} carry_{k-1} + H_{k-1} after; the last
+  ///     carry is the final state;
+  ///  3. each chunk again from its carry, writing h.
+  /// Steps 1 and 3 are independent over channels and chunks (a GPU thread
+  /// each), step 2 over channels. The result is the recurrence up to
+  /// rounding (h_t regrouped as P carry + H).
+  template <typename AAt, typename CarryInit>
+  SmallVector<Value>
+  buildChunked(OpBuilder &rewriter, Location loc, LinearScanOp op,
+               ArrayRef<Value> sizes, ArrayRef<Value> lastSizes, Value hInit,
+               Value lastInit, AAt &aAt, CarryInit &carryInit) const {
+    int64_t axis = op.getAxisAttr().getInt();
+    bool reverse = op.getReverse();
+    Type elem = cast<RankedTensorType>(op.getH().getType()).getElementType();
+    Value length = sizes[axis];
+    Value chunk = indexConst(rewriter, loc, scanChunk);
+    Value chunks = arith::CeilDivUIOp::create(rewriter, loc, length, chunk);
+    SmallVector<Value> partSizes(lastSizes);
+    partSizes.push_back(chunks);
+    SmallVector<int64_t> partShape(partSizes.size(), ShapedType::kDynamic);
+    auto partType = RankedTensorType::get(partShape, elem);
+    Value one =
+        isa<ComplexType>(elem)
+            ? Value(complex::CreateOp::create(
+                  rewriter, loc, elem,
+                  floatConst(rewriter, loc,
+                             cast<ComplexType>(elem).getElementType(), 1.0),
+                  zeroOf(rewriter, loc,
+                         cast<ComplexType>(elem).getElementType())))
+            : floatConst(rewriter, loc, elem, 1.0);
+
+    // The steps of chunk k: [k * chunk, min(length, (k + 1) * chunk)).
+    auto chunkBounds = [&](OpBuilder &b, Location l, Value k) {
+      Value first = arith::MulIOp::create(b, l, k, chunk);
+      Value end = arith::MinUIOp::create(
+          b, l, length, arith::AddIOp::create(b, l, first, chunk));
+      return std::make_pair(first, end);
+    };
+    // Steps [first, end) of channel `outer` from `h0`: the final state and
+    // the product of the decays, writing each state into `hs` when given.
+    auto sweep = [&](OpBuilder &b, Location l, ValueRange outer, Value first,
+                     Value end, Value h0, Value hs) {
+      SmallVector<Value> iters{h0, one};
+      if (hs)
+        iters.push_back(hs);
+      return buildLoop(
+          b, l, first, end, iters,
+          [&](OpBuilder &tb, Location tl, ValueRange t, ValueRange iter) {
+            Value pos = stepPosition(tb, tl, t[0], length, reverse);
+            SmallVector<Value> idx = withTimeIndex(outer, axis, pos);
+            Value at = aAt(tb, tl, idx);
+            Value bt = extractAt(tb, tl, op.getB(), idx);
+            Value h = add(tb, tl, mul(tb, tl, at, iter[0]), bt);
+            SmallVector<Value> next{h, mul(tb, tl, at, iter[1])};
+            if (hs)
+              next.push_back(insertAt(tb, tl, h, iter[2], idx));
+            return next;
+          });
+    };
+
+    // 1. Each chunk from zero.
+    Value pInit = emptyLike(rewriter, loc, partType, partSizes);
+    Value eInit = emptyLike(rewriter, loc, partType, partSizes);
+    SmallVector<Value> parts = buildNest(
+        rewriter, loc, partSizes, {pInit, eInit},
+        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+          ValueRange outer = ivs.drop_back();
+          auto [first, end] = chunkBounds(b, l, ivs.back());
+          SmallVector<Value> r =
+              sweep(b, l, outer, first, end, zeroOf(b, l, elem), Value());
+          return SmallVector<Value>{insertAt(b, l, r[1], args[0], ivs),
+                                    insertAt(b, l, r[0], args[1], ivs)};
+        });
+
+    // 2. The carries, chunk by chunk.
+    Value cInit = emptyLike(rewriter, loc, partType, partSizes);
+    SmallVector<Value> carried = buildNest(
+        rewriter, loc, lastSizes, {cInit, lastInit},
+        [&](OpBuilder &b, Location l, ValueRange outer, ValueRange args) {
+          Value zero = indexConst(b, l, 0);
+          SmallVector<Value> r = buildLoop(
+              b, l, zero, chunks, ValueRange{carryInit(b, l, outer), args[0]},
+              [&](OpBuilder &kb, Location kl, ValueRange k, ValueRange iter) {
+                SmallVector<Value> idx = concatIndices(outer, k);
+                Value next =
+                    add(kb, kl,
+                        mul(kb, kl, extractAt(kb, kl, parts[0], idx), iter[0]),
+                        extractAt(kb, kl, parts[1], idx));
+                return SmallVector<Value>{
+                    next, insertAt(kb, kl, iter[0], iter[1], idx)};
+              });
+          return SmallVector<Value>{r[1], insertAt(b, l, r[0], args[1], outer)};
+        });
+
+    // 3. Each chunk again from its carry.
+    Value h = buildNest(
+        rewriter, loc, partSizes, {hInit},
+        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+          auto [first, end] = chunkBounds(b, l, ivs.back());
+          Value h0 = extractAt(b, l, carried[0], ivs);
+          return SmallVector<Value>{
+              sweep(b, l, ivs.drop_back(), first, end, h0, args[0])[2]};
+        })[0];
+    return {h, carried[1]};
   }
 };
 
@@ -857,7 +980,8 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
               b, l, zero, sizes.steps, ValueRange{args[0], state},
               [&](OpBuilder &tb, Location tl, ValueRange t,
                   ValueRange stepIter) {
-                SmallVector<Value> vIdx = concatIndices(lead, ValueRange{t[0], j});
+                SmallVector<Value> vIdx =
+                    concatIndices(lead, ValueRange{t[0], j});
                 Value vt = extractAt(tb, tl, op.getV(), vIdx);
                 SmallVector<Value> swept = buildLoop(
                     tb, tl, zero, sizes.dk,
@@ -1179,8 +1303,9 @@ struct GatedLinearAttentionGradToLoops
 
 void mlir::recur::loops::populateScanPatterns(RewritePatternSet &patterns,
                                               int64_t scanGroup,
+                                              int64_t scanChunk,
                                               bool glaColumnThreads) {
-  patterns.add<LinearScanToLoops>(patterns.getContext(), scanGroup);
+  patterns.add<LinearScanToLoops>(patterns.getContext(), scanGroup, scanChunk);
   patterns.add<GatedLinearAttentionToLoops>(patterns.getContext(),
                                             glaColumnThreads);
   patterns.add<ScanToLoops, GatedLinearAttentionGradToLoops>(

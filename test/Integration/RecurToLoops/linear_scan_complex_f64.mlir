@@ -1,6 +1,18 @@
 // RUN: recur-opt %s --recur-reference-to-llvm \
 // RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
 // RUN: | FileCheck %s
+// The chunked form (scan-chunk, the CUDA pipeline's) gives the same
+// values with chunks of 1, 2 and 3 steps (a chunk a step, and chunks that
+// do not divide the length, the last one shorter):
+// RUN: recur-opt %s --convert-recur-to-loops="scan-chunk=1" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+// RUN: recur-opt %s --convert-recur-to-loops="scan-chunk=2" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+// RUN: recur-opt %s --convert-recur-to-loops="scan-chunk=3" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
 
 // Complex recurrences (GateLoop's transitions) in f64 through the reference
 // lowering, checked against values worked out by hand.

@@ -1,6 +1,18 @@
 // RUN: recur-opt %s --recur-reference-to-llvm \
 // RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
 // RUN: | FileCheck %s
+// The chunked form (scan-chunk, the CUDA pipeline's) gives the same
+// values with chunks of 1, 2 and 3 steps (a chunk a step, and chunks that
+// do not divide the length, the last one shorter):
+// RUN: recur-opt %s --convert-recur-to-loops="scan-chunk=1" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+// RUN: recur-opt %s --convert-recur-to-loops="scan-chunk=2" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+// RUN: recur-opt %s --convert-recur-to-loops="scan-chunk=3" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
 
 // Executes recur.linear_scan through the scalar reference lowering and checks
 // the states against values worked out by hand (in the comments). Inputs are

@@ -31,11 +31,12 @@ constexpr llvm::StringLiteral kWorkspaceSuffix = "_workspace";
 /// of 128 suit a CPU core; a GPU wants one channel a thread.
 constexpr int64_t kDefaultScanGroup = 128;
 
-/// Adds the patterns that lower recur ops to scalar scf loops; `scanGroup`
-/// and `glaColumnThreads` as the pass options scan-group and
-/// gla-column-threads.
+/// Adds the patterns that lower recur ops to scalar scf loops; `scanGroup`,
+/// `scanChunk` and `glaColumnThreads` as the pass options scan-group,
+/// scan-chunk and gla-column-threads.
 void populateRecurToLoopsPatterns(RewritePatternSet &patterns,
                                   int64_t scanGroup = kDefaultScanGroup,
+                                  int64_t scanChunk = 0,
                                   bool glaColumnThreads = false);
 
 } // namespace recur
