@@ -19,8 +19,8 @@
 #
 # CUDA_ARCH (default sm_90) names the chips the kernels are compiled for;
 # CASES (a regular expression) selects cases by name; BENCH=0 skips the
-# benchmarks, BENCH_LAYERS names some of them, BENCH_REPEAT sets the timed
-# calls (default 10).
+# benchmarks (in both steps), BENCH_LAYERS names some of them, BENCH_REPEAT
+# sets the timed calls (default 10).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -74,6 +74,7 @@ if [[ $cmd == prepare ]]; then
     echo "gpu-suite: prepared $name ($layer)"
   done <"$root/test/Integration/CUDA/gpu-cases.txt"
   for layer in ScanF32 ScanC64 Gla GlaChunked Window; do
+    [[ ${BENCH:-1} == 0 ]] && break
     dir=$out/bench/$layer
     mkdir -p "$dir"
     "$build/bin/recurc" "$root/bench/layers.recur" --layer "$layer" \

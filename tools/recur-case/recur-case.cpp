@@ -43,6 +43,7 @@ namespace {
 const recur_layer_desc *layer = nullptr;
 
 int fail(const std::string &message) {
+  std::fflush(stdout); // what was printed before it comes first in a log
   std::fprintf(stderr, "recur-case: error: %s\n", message.c_str());
   return EXIT_FAILURE;
 }
@@ -370,6 +371,7 @@ int runCase(const std::string &dir, int repeatOverride) {
   auto check = [&](const char *what, double err) {
     if (!(err <= c.tolerance)) {
       ok = false;
+      std::fflush(stdout);
       std::fprintf(stderr,
                    "recur-case: error: %s %.3g exceeds the tolerance %.3g\n",
                    what, err, c.tolerance);
