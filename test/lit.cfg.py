@@ -83,6 +83,7 @@ tools = [
     ToolSubst("recur-train-horizon", unresolved="fatal"),
     ToolSubst("recur-train-char", unresolved="fatal"),
     ToolSubst("recur-bench", unresolved="fatal"),
+    ToolSubst("recur-infer", unresolved="fatal"),
     ToolSubst("mlir-runner", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(
