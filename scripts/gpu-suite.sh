@@ -18,6 +18,8 @@
 #     and exits 1 if any failed.
 #
 # CUDA_ARCH (default sm_90) names the chips the kernels are compiled for;
+# LDFLAGS is added to each program's link (the sanitizer flags of a
+# sanitized build: its libraries are instrumented);
 # CASES (a regular expression) selects cases by name; BENCH=0 skips the
 # benchmarks (in both steps), BENCH_LAYERS names some of them, BENCH_REPEAT
 # sets the timed calls (default 10).
@@ -45,9 +47,10 @@ if [[ $cmd == prepare ]]; then
     printf '#include "%s.h"\nconst recur_layer_desc *recur_case_layer(void) { return recur_%s_layer(); }\n' \
       "$2" "$2" >"$1/shim.c"
     $cc -c -I"$1" -I"$root/include" "$1/shim.c" -o "$1/shim.o"
+    # shellcheck disable=SC2086
     $cxx -o "$1/run" "$1/shim.o" "$1/$2.o" "$build/lib/librecur_case.a" \
       "$build/lib/librecur_rt.a" -L"$out/lib" -lomp -ldl -lm -lpthread \
-      -Wl,-rpath,'$ORIGIN/../../lib'
+      -Wl,-rpath,'$ORIGIN/../../lib' ${LDFLAGS:-}
     rm -f "$1/shim.o" "$1/$2.o" # the program holds it
   }
   fails=0

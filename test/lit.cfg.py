@@ -61,6 +61,7 @@ config.substitutions.append(
 # A recur-case program (tools/recur-case): %recur_cxx LAYER.o SHIM.o
 # %recur_case_libs -o PROGRAM.
 config.substitutions.append(("%recur_cxx", f"{config.recur_cxx_compiler}{sanitize}"))
+config.substitutions.append(("%recur_sanitize_flags", sanitize.strip()))
 config.substitutions.append(
     (
         "%recur_case_libs",
