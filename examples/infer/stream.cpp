@@ -53,9 +53,8 @@ struct Buffer {
   recur_tensor view() {
     void *p = desc->dtype == RECUR_BOOL ? static_cast<void *>(mask.data())
                                         : static_cast<void *>(data.data());
-    return recur_tensor_contiguous(p, desc->dtype,
-                                   static_cast<int32_t>(shape.size()),
-                                   shape.data());
+    return recur_tensor_contiguous(
+        p, desc->dtype, static_cast<int32_t>(shape.size()), shape.data());
   }
   /// The positions [t, t + n) of dimension `dim`, as a view.
   recur_tensor slice(int dim, int64_t t, int64_t n) {
@@ -70,7 +69,8 @@ struct Buffer {
 };
 
 /// The buffer of `desc` with runtime sizes `dims` (f32, or a bool mask).
-Buffer makeBuffer(const recur_arg_desc &desc, const std::vector<int64_t> &dims) {
+Buffer makeBuffer(const recur_arg_desc &desc,
+                  const std::vector<int64_t> &dims) {
   if (desc.dtype != RECUR_F32 && desc.dtype != RECUR_BOOL)
     fatal(std::string("'") + desc.name + "' is " +
           recur_dtype_name(desc.dtype) +
@@ -121,11 +121,14 @@ int dimIndex(const recur_arg_desc &desc, int32_t dim) {
   return -1;
 }
 
-std::vector<recur_tensor> views(std::vector<Buffer> &bs, int dimOf, int64_t t,
-                                int64_t n, int32_t timeDim) {
+/// Views of `bs`, narrowed to positions [t, t + n) of runtime dimension
+/// `timeDim` (whole when it is -1).
+std::vector<recur_tensor> views(std::vector<Buffer> &bs, int32_t timeDim = -1,
+                                int64_t t = 0, int64_t n = 0) {
   std::vector<recur_tensor> v;
   for (Buffer &b : bs)
-    v.push_back(dimOf ? b.slice(dimIndex(*b.desc, timeDim), t, n) : b.view());
+    v.push_back(timeDim >= 0 ? b.slice(dimIndex(*b.desc, timeDim), t, n)
+                             : b.view());
   return v;
 }
 
@@ -140,7 +143,8 @@ void forEachPair(const recur_tensor &a, const recur_tensor &b, Fn fn) {
       offA += idx[d] * a.strides[d];
       offB += idx[d] * b.strides[d];
     }
-    fn(static_cast<float *>(a.data) + offA, static_cast<float *>(b.data) + offB);
+    fn(static_cast<float *>(a.data) + offA,
+       static_cast<float *>(b.data) + offB);
     for (int32_t d = a.rank - 1; d >= 0 && ++idx[d] == a.shape[d]; --d)
       idx[d] = 0;
   }
@@ -166,8 +170,8 @@ std::vector<std::vector<float>> stateData(const recur_layer_desc *layer,
     check(recur_state_view(state, i, &v), "recur_state_view");
     // Compared bit for bit or as floats: a complex state is its pairs.
     const float *p = static_cast<const float *>(v.data);
-    out.emplace_back(p, p + recur_tensor_numel(&v) *
-                                recur_dtype_size(v.dtype) / sizeof(float));
+    out.emplace_back(p, p + recur_tensor_numel(&v) * recur_dtype_size(v.dtype) /
+                                sizeof(float));
   }
   return out;
 }
@@ -230,6 +234,7 @@ int main(int argc, char **argv) {
   if (batch < 1 || steps < 2)
     fatal("--batch must be at least 1 and --steps at least 2");
   int64_t step = timed ? layer->step_length : 1;
+  int32_t pieceDim = timed ? layer->time_dim : -1; // what a step narrows
   int64_t length = timed ? steps * step : 0;
 
   std::vector<int64_t> dims(layer->num_runtime_dims, 1);
@@ -253,7 +258,7 @@ int main(int argc, char **argv) {
   for (int32_t i = 0; i < layer->num_results; ++i)
     if (layer->results[i].role == RECUR_ROLE_OUTPUT)
       outputs.push_back(makeBuffer(layer->results[i], dims));
-  std::vector<recur_tensor> p = views(params, 0, 0, 0, -1);
+  std::vector<recur_tensor> p = views(params);
 
   // Generation feeds the first output back as the first input when they
   // have the same shape per position (GateLoop's and LRU's y and x).
@@ -295,12 +300,9 @@ int main(int argc, char **argv) {
     }
     if (!timed && s > 0) // a new segment's inputs
       fillInputs(layer, inputs, s, rng);
-    std::vector<recur_tensor> in = views(inputs, timed, t, step,
-                                         layer->time_dim),
-                              out = views(outputs, timed, t, step,
-                                          layer->time_dim),
-                              out2 = views(restoredOut, timed, t, step,
-                                           layer->time_dim);
+    std::vector<recur_tensor> in = views(inputs, pieceDim, t, step),
+                              out = views(outputs, pieceDim, t, step),
+                              out2 = views(restoredOut, pieceDim, t, step);
     double start = now();
     check(recur_step(layer, in.data(), p.data(), state, out.data()),
           "recur_step");
@@ -340,8 +342,7 @@ int main(int argc, char **argv) {
     check(recur_state_create(layer, batch, p.data(), &fresh),
           "recur_state_create");
     std::vector<Buffer> prefill = outputs;
-    std::vector<recur_tensor> in = views(inputs, 0, 0, 0, -1),
-                              out = views(prefill, 0, 0, 0, -1);
+    std::vector<recur_tensor> in = views(inputs), out = views(prefill);
     // Timed after one untimed call (thread start-up, first allocations),
     // from the init state each time (no state: the init rules).
     check(recur_forward(layer, in.data(), p.data(), nullptr, out.data()),

@@ -141,7 +141,7 @@ private:
   recur_status checkArrays() const;
   recur_status bindAll();
   recur_status bindState();
-  recur_status checkStep() const;
+  recur_status checkSizes() const;
   recur_status checkBound() const;
   recur_status packArgument(const recur_arg_desc &arg, const recur_state &st,
                             std::vector<int64_t> &words);
@@ -249,7 +249,7 @@ recur_status Call::bindState() {
 
 /// Every runtime size at least the layer's minimum, and a step's time
 /// dimension exactly one step.
-recur_status Call::checkStep() const {
+recur_status Call::checkSizes() const {
   for (int32_t d = 0; layer->runtime_dim_min && d < layer->num_runtime_dims;
        ++d)
     if (dims.isBound(d) && dims.values[d] < layer->runtime_dim_min[d])
@@ -676,7 +676,7 @@ recur_status Call::run() {
     return status;
   if (recur_status status = bindAll())
     return status;
-  if (recur_status status = checkStep())
+  if (recur_status status = checkSizes())
     return status;
   if (recur_status status = checkBound())
     return status;

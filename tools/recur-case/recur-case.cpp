@@ -166,13 +166,6 @@ std::vector<const recur_arg_desc *> argsOf(recur_role role) {
   return out;
 }
 
-int64_t resultCount(const recur_arg_desc &r, const Case &c) {
-  int64_t n = 1;
-  for (int32_t d = 0; d < r.rank; ++d)
-    n *= r.shape[d] >= 0 ? r.shape[d] : c.dims[-1 - r.shape[d]];
-  return n;
-}
-
 int loadCase(Case &c) {
   std::ifstream in(c.path("case.txt"));
   if (!in)
@@ -230,7 +223,7 @@ int loadCase(Case &c) {
       if (r < 0 || r >= layer->num_results || k < 0 || k > 64)
         return bad("bad result index");
       std::vector<Complex> v;
-      if (!readValues(c.path(file), resultCount(layer->results[r], c), v,
+      if (!readValues(c.path(file), makeTensor(layer->results[r], c.dims).numel(), v,
                       error))
         return bad(error);
       auto &want =
