@@ -1,0 +1,1 @@
+# GateLoop invariant tests (written by its own brief; see InvariantTests.cmake)

@@ -1,0 +1,1 @@
+# MemBART invariant tests (written by its own brief; see InvariantTests.cmake)

@@ -1,0 +1,1 @@
+# SparseUniversal invariant tests (written by its own brief; see InvariantTests.cmake)

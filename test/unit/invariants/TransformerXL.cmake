@@ -1,0 +1,1 @@
+# TransformerXL invariant tests (written by its own brief; see InvariantTests.cmake)
