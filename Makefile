@@ -40,9 +40,12 @@ demo: build
 # The CPU benchmarks with the machine's limits and the peers in one run
 # (bench/run.py; docs/performance.md). BENCH_FLAGS=--tiny runs each once at a
 # tiny size, --no-peers skips ggml and PyTorch (scripts/bench-peers.sh).
+# Then recur-cost: the papers' cost claims (Block-Recurrent vs sliding
+# window, MemBART turns, Transformer-XL cached vs recomputed).
 BENCH_FLAGS ?=
 bench: build
 	python3 bench/run.py --build $(BUILD_DIR) $(BENCH_FLAGS)
+	$(BUILD_DIR)/bin/recur-cost $(filter --tiny,$(BENCH_FLAGS))
 
 # On a machine with a CUDA GPU and this build: the GPU suite through lit
 # (test/Integration/CUDA, feature cuda-gpu: every case of gpu-cases.txt by

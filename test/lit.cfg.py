@@ -85,6 +85,7 @@ tools = [
     ToolSubst("recur-train-char", unresolved="fatal"),
     ToolSubst("recur-bench", unresolved="fatal"),
     ToolSubst("recur-infer", unresolved="fatal"),
+    ToolSubst("recur-cost", unresolved="fatal"),
     ToolSubst("mlir-runner", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(

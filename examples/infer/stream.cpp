@@ -25,6 +25,7 @@
 
 #include "lm.h"
 
+#include "BlockRecurrentSkipFixed.h"
 #include "GateLoop.h"
 #include "LRU.h"
 #include "MemBART.h"
@@ -185,14 +186,160 @@ struct Latency {
   }
 };
 
+/// A copy of `from`'s tensors into `to` (the same layer and batch).
+void copyState(recur_state *to, const recur_state *from) {
+  size_t bytes = 0;
+  check(recur_state_save_size(from, &bytes), "recur_state_save_size");
+  std::vector<unsigned char> buf(bytes);
+  check(recur_state_save(from, buf.data(), bytes), "recur_state_save");
+  check(recur_state_load(to, buf.data(), bytes), "recur_state_load");
+}
+
+/// Token-by-token decoding of the Block-Recurrent layer, whose kernel runs
+/// whole blocks of W tokens (its step). Token p of a block is answered by
+/// the block's kernel from the state the block started with (the
+/// recurrent state c_t and the cache of the previous block), the block's
+/// later tokens still zeros: they cannot reach position p (the band is
+/// causal, and the state the block reads is c_t, not c_{t+1}). When the
+/// block's W tokens are in, the kernel runs once more on the committed
+/// state, which advances to c_{t+1} and the new cache. So a token costs
+/// one block's kernel call (W positions), and the state changes every W
+/// tokens, as the paper decodes. Returns whether the checks passed.
+bool decodeBlockRecurrent(const recur_layer_desc *layer,
+                          std::vector<Buffer> &inputs,
+                          std::vector<recur_tensor> &p,
+                          std::vector<Buffer> &outputs, int64_t batch,
+                          int64_t blocks, Rng &rng) {
+  const int64_t W = layer->step_length;
+  const int32_t T = layer->time_dim;
+  Buffer &x = inputs[0], &y = outputs[0];
+  Buffer &start = inputs[1];
+  const int64_t D = x.shape[2];
+  int tx = dimIndex(*x.desc, T);
+  for (float &v : x.data)
+    v = 0.0f;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t d = 0; d < D; ++d)
+      x.data[b * x.shape[1] * D + d] = static_cast<float>(rng.normal());
+  std::printf("recur-infer: layer %s, batch %lld, %lld tokens (%lld blocks "
+              "of %lld), each input tanh of the last output\n",
+              layer->name, static_cast<long long>(batch),
+              static_cast<long long>(blocks * W),
+              static_cast<long long>(blocks), static_cast<long long>(W));
+  recur_state *committed = nullptr, *scratch = nullptr, *restored = nullptr;
+  check(recur_state_create(layer, batch, p.data(), &committed),
+        "recur_state_create");
+  check(recur_state_create(layer, batch, p.data(), &scratch),
+        "recur_state_create");
+  // One block's tokens as they arrive (later ones zero), and its outputs.
+  std::vector<Buffer> block = inputs, blockOut = outputs;
+  block[0].shape[tx] = W;
+  block[0].data.assign(batch * W * D, 0.0f);
+  blockOut[0].shape[tx] = W;
+  blockOut[0].data.assign(batch * W * D, 0.0f);
+  std::vector<Buffer> restoredOut = blockOut;
+  Latency token, commit;
+  bool identical = true;
+  int64_t saveAt = blocks / 2;
+  for (int64_t t = 0; t < blocks; ++t) {
+    block[1].data.assign(batch, t == 0 ? 1.0f : 0.0f); // start flag
+    if (t == saveAt) {
+      size_t bytes = 0;
+      check(recur_state_save_size(committed, &bytes), "recur_state_save_size");
+      std::vector<unsigned char> saved(bytes);
+      check(recur_state_save(committed, saved.data(), bytes),
+            "recur_state_save");
+      check(recur_state_create(layer, batch, p.data(), &restored),
+            "recur_state_create");
+      check(recur_state_load(restored, saved.data(), bytes),
+            "recur_state_load");
+      std::printf("saved the state after %lld blocks (%zu bytes) and loaded "
+                  "it into a fresh one\n",
+                  static_cast<long long>(t), bytes);
+    }
+    for (int64_t q = 0; q < W; ++q) {
+      int64_t pos = t * W + q;
+      for (int64_t b = 0; b < batch; ++b)
+        std::memcpy(&block[0].data[(b * W + q) * D],
+                    &x.data[(b * x.shape[1] + pos) * D], D * sizeof(float));
+      std::vector<recur_tensor> in = views(block), out = views(blockOut);
+      double t0 = now();
+      if (q + 1 < W) {
+        copyState(scratch, committed);
+        check(recur_forward(layer, in.data(), p.data(), scratch, out.data()),
+              "recur_forward");
+        token.us.push_back((now() - t0) * 1e6);
+      } else {
+        check(recur_forward(layer, in.data(), p.data(), committed,
+                            out.data()),
+              "recur_forward");
+        commit.us.push_back((now() - t0) * 1e6);
+      }
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t d = 0; d < D; ++d) {
+          float v = blockOut[0].data[(b * W + q) * D + d];
+          y.data[(b * y.shape[1] + pos) * D + d] = v;
+          if (pos + 1 < blocks * W)
+            x.data[(b * x.shape[1] + pos + 1) * D + d] = std::tanh(v);
+        }
+    }
+    if (restored) {
+      // The restored state decodes the same block whole, beside.
+      std::vector<recur_tensor> in = views(block), out = views(restoredOut);
+      check(recur_forward(layer, in.data(), p.data(), restored, out.data()),
+            "recur_forward (restored)");
+      identical = identical && restoredOut[0].data == blockOut[0].data;
+    }
+    for (float &v : block[0].data)
+      v = 0.0f;
+  }
+  std::vector<std::vector<float>> decoded = stateData(layer, committed);
+  identical = identical && decoded == stateData(layer, restored);
+  token.print("decode (one token, mid-block)");
+  commit.print("decode (a block's last token, the state advancing)");
+  std::printf("save/restore mid-stream: %s\n",
+              identical ? "identical outputs and final state"
+                        : "DIFFERENT from the uninterrupted stream");
+
+  // The block-parallel form over the generated sequence.
+  inputs[1].data.assign(batch, 1.0f);
+  recur_state *fresh = nullptr;
+  check(recur_state_create(layer, batch, p.data(), &fresh),
+        "recur_state_create");
+  std::vector<Buffer> prefill = outputs;
+  std::vector<recur_tensor> in = views(inputs), out = views(prefill);
+  double t0 = now();
+  check(recur_forward(layer, in.data(), p.data(), fresh, out.data()),
+        "recur_forward");
+  double seconds = now() - t0;
+  double err = maxRelErr(outputs[0].data, prefill[0].data);
+  std::vector<std::vector<float>> prefillState = stateData(layer, fresh);
+  for (size_t i = 0; i < prefillState.size(); ++i)
+    err = std::max(err, maxRelErr(decoded[i], prefillState[i]));
+  std::printf("block-parallel form (recur_forward over all %lld tokens): "
+              "%.2f us per token\n",
+              static_cast<long long>(blocks * W), seconds * 1e6 / (blocks * W));
+  std::printf("decode == block-parallel form: max_rel_err %.3g (outputs and "
+              "final state)\n",
+              err);
+  for (recur_state *s : {committed, scratch, restored, fresh})
+    recur_state_destroy(s);
+  if (!(err <= 1e-4))
+    std::printf("error: decode and block-parallel form differ beyond 1e-4\n");
+  return identical && err <= 1e-4;
+}
+
+
 const recur_layer_desc *findLayer(const std::string &name) {
   for (const recur_layer_desc *l :
        {recur_GateLoop_layer(), recur_LRU_layer(), recur_TransformerXL_layer(),
         recur_MemBART_layer()})
     if (name == l->name)
       return l;
+  if (name == "BlockRecurrent")
+    return recur_BlockRecurrentSkipFixed_layer();
   fatal("unknown --layer '" + name +
-        "': expected GateLoop, LRU, TransformerXL or MemBART");
+        "': expected GateLoop, LRU, BlockRecurrent, TransformerXL or MemBART");
 }
 
 } // namespace
@@ -217,12 +364,15 @@ int main(int argc, char **argv) {
     else if (arg == "--seed")
       seed = std::strtoull(value().c_str(), nullptr, 10);
     else if (arg == "--help" || arg == "-h") {
-      std::printf("usage: recur-infer --layer GateLoop|LRU|TransformerXL|"
-                  "MemBART [--steps N] [--batch B] [--seed S]\n\n"
-                  "Decodes N steps (positions, or segments and turns) with "
-                  "the state carried,\nchecks decode == the parallel form and "
-                  "save/restore mid-stream == no restore,\nand prints the "
-                  "latency per call (docs/inference.md).\n");
+      std::printf("usage: recur-infer --layer GateLoop|LRU|BlockRecurrent|"
+                  "TransformerXL|MemBART\n                   [--steps N] "
+                  "[--batch B] [--seed S]\n\n"
+                  "Decodes N steps (positions; BlockRecurrent: blocks of W "
+                  "tokens, one token\nat a time; TransformerXL, MemBART: "
+                  "segments and turns) with the state carried,\nchecks decode "
+                  "== the parallel form and save/restore mid-stream == no "
+                  "restore,\nand prints the latency per call "
+                  "(docs/inference.md).\n");
       return 0;
     } else
       fatal("unexpected argument '" + arg + "' (see --help)");
@@ -230,7 +380,7 @@ int main(int argc, char **argv) {
   const recur_layer_desc *layer = findLayer(name);
   bool timed = layer->time_dim >= 0;
   if (steps <= 0)
-    steps = timed ? 256 : 8;
+    steps = timed ? (layer->step_length > 1 ? 16 : 256) : 8;
   if (batch < 1 || steps < 2)
     fatal("--batch must be at least 1 and --steps at least 2");
   int64_t step = timed ? layer->step_length : 1;
@@ -259,6 +409,10 @@ int main(int argc, char **argv) {
     if (layer->results[i].role == RECUR_ROLE_OUTPUT)
       outputs.push_back(makeBuffer(layer->results[i], dims));
   std::vector<recur_tensor> p = views(params);
+  if (layer == recur_BlockRecurrentSkipFixed_layer())
+    return decodeBlockRecurrent(layer, inputs, p, outputs, batch, steps, rng)
+               ? 0
+               : 1;
 
   // Generation feeds the first output back as the first input when they
   // have the same shape per position (GateLoop's and LRU's y and x).

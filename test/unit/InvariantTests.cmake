@@ -30,6 +30,8 @@ function(recur_invariant_test name)
                         GTest::gtest_main)
   set_target_properties(${target} PROPERTIES
     RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  # check-recur builds every one (test/CMakeLists.txt).
+  set_property(GLOBAL APPEND PROPERTY RECUR_INVARIANT_TESTS ${target})
 endfunction()
 
 recur_compile_layers(inv_brt ../../examples/block_recurrent.recur
