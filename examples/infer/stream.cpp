@@ -270,8 +270,7 @@ bool decodeBlockRecurrent(const recur_layer_desc *layer,
               "recur_forward");
         token.us.push_back((now() - t0) * 1e6);
       } else {
-        check(recur_forward(layer, in.data(), p.data(), committed,
-                            out.data()),
+        check(recur_forward(layer, in.data(), p.data(), committed, out.data()),
               "recur_forward");
         commit.us.push_back((now() - t0) * 1e6);
       }
@@ -328,7 +327,6 @@ bool decodeBlockRecurrent(const recur_layer_desc *layer,
     std::printf("error: decode and block-parallel form differ beyond 1e-4\n");
   return identical && err <= 1e-4;
 }
-
 
 const recur_layer_desc *findLayer(const std::string &name) {
   for (const recur_layer_desc *l :

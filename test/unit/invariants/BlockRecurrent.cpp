@@ -19,7 +19,7 @@
 //                                (own key: Inv1_NoTokenAttendsToItsOwnKey)
 //  5 permutations                Inv5_PermutingStateRowsIdsAndInitPermutesState
 //                                Inv5_PermutingTokenKeyValueRowsKeepsState
-//  6 gate algebra                Inv6_FixedGateWithZeroCandidateDecaysGeometrically
+//  6 gate algebra Inv6_FixedGateWithZeroCandidateDecaysGeometrically
 //                                Inv6_LstmGateWithZeroWeightsIsSigmoidOfBiases
 //  7 reset of one row            Inv7_StartFlagResetsOnlyItsRow
 //  8 schedules                   Inv8_BlockLoopEqualsStepsEqualsTwoPhase
@@ -94,8 +94,8 @@ std::vector<Tensor> drawInputs(const Layer &layer, int64_t batch,
 /// States after a random warm-up segment of two blocks (so that the state
 /// and cache are not at their init).
 std::vector<Tensor> warmStates(const Layer &layer,
-                               const std::vector<Tensor> &params,
-                               int64_t batch, Rng &rng) {
+                               const std::vector<Tensor> &params, int64_t batch,
+                               Rng &rng) {
   return layer.forward(drawInputs(layer, batch, 2, rng), params).states;
 }
 
@@ -139,9 +139,8 @@ TEST(BlockRecurrent, Inv1_TiledBandAttentionEqualsDenseBandMask) {
     for (int64_t p = 0; p < T; ++p)
       for (int64_t j = 0; j < W + T; ++j) {
         int64_t delta = p - (j - W);
-        bias.set(bias.offset({h, p, j}), delta >= 1 && delta <= W
-                                             ? t5({h, t5Bucket(delta)})
-                                             : -1e300);
+        bias.set(bias.offset({h, p, j}),
+                 delta >= 1 && delta <= W ? t5({h, t5Bucket(delta)}) : -1e300);
       }
   denseIn.push_back(bias);
   Tensor yTiled = tiled.forward(in, params).outputs[0];
@@ -318,10 +317,12 @@ TEST(BlockRecurrent, Inv4_PerturbingTokenJChangesNothingBeforeJ) {
       for (int64_t d = 0; d < D; ++d)
         x.set(x.offset({0, j, d}), x.at(x.offset({0, j, d})) + 1.0);
       Tensor y = layer.forward(moved, params, states).outputs[0];
-      EXPECT_TRUE(sameBits(positions(y, 0, j), positions(base.outputs[0], 0, j)))
+      EXPECT_TRUE(
+          sameBits(positions(y, 0, j), positions(base.outputs[0], 0, j)))
           << "token " << j << " changed an earlier output";
-      EXPECT_GT(maxAbsDiff(positions(y, j, 1), positions(base.outputs[0], j, 1)),
-                1e-6)
+      EXPECT_GT(
+          maxAbsDiff(positions(y, j, 1), positions(base.outputs[0], j, 1)),
+          1e-6)
           << "token " << j << " did not change its own output (control)";
     }
   }
@@ -341,9 +342,8 @@ TEST(BlockRecurrent, Inv4_BlockTDependsOnCtNeverCtPlusOne) {
     Tensor y = layer.forward(in, params, states).outputs[0];
     std::string name = layer.desc()->name;
     std::vector<Tensor> moved = params;
-    fillNormal(moved[layer.param(name.find("Single") != std::string::npos
-                                     ? "W2_s"
-                                     : "Wo_s")],
+    fillNormal(moved[layer.param(
+                   name.find("Single") != std::string::npos ? "W2_s" : "Wo_s")],
                rng);
     Tensor y2 = layer.forward(in, moved, states).outputs[0];
     EXPECT_TRUE(sameBits(positions(y2, 0, W), positions(y, 0, W)));
@@ -362,7 +362,8 @@ TEST(BlockRecurrent, Inv4_BlockTDependsOnCtNeverCtPlusOne) {
 
 /// Rows of axis `axis` of `t` reordered: row r of the result is row
 /// perm[r] of t.
-Tensor permuteRows(const Tensor &t, int axis, const std::vector<int64_t> &perm) {
+Tensor permuteRows(const Tensor &t, int axis,
+                   const std::vector<int64_t> &perm) {
   std::vector<Tensor> rows;
   for (int64_t r : perm)
     rows.push_back(slice(t, axis, r, 1));
@@ -417,13 +418,13 @@ TEST(BlockRecurrent, Inv5_PermutingTokenKeyValueRowsKeepsState) {
       pStates[layer.state(kv)] =
           permuteRows(states[layer.state(kv)], 2, cachePerm);
     Result moved = layer.forward(pIn, params, pStates);
-    EXPECT_LE(relErr(moved.states[layer.state("c")],
-                     base.states[layer.state("c")]),
-              kTol);
+    EXPECT_LE(
+        relErr(moved.states[layer.state("c")], base.states[layer.state("c")]),
+        kTol);
     // Control: the tokens' outputs do depend on the order.
-    EXPECT_GT(relErr(moved.outputs[0],
-                     permuteRows(base.outputs[0], 1, tokenPerm)),
-              1e-6);
+    EXPECT_GT(
+        relErr(moved.outputs[0], permuteRows(base.outputs[0], 1, tokenPerm)),
+        1e-6);
   }
 }
 
@@ -439,7 +440,8 @@ TEST(BlockRecurrent, Inv6_FixedGateWithZeroCandidateDecaysGeometrically) {
   std::vector<Tensor> params = drawParams(layer, rng);
   params[layer.param("Wo_s")].fill(0.0);
   fillNormal(params[layer.param("bg")], rng, 2.0);
-  std::vector<Tensor> states = warmStates(layer, drawParams(layer, rng), 1, rng);
+  std::vector<Tensor> states =
+      warmStates(layer, drawParams(layer, rng), 1, rng);
   const Tensor &c0 = states[layer.state("c")];
   for (int64_t blocks : {1, 2, 5}) {
     std::vector<Tensor> in = drawInputs(layer, 1, blocks, rng);
@@ -488,13 +490,16 @@ TEST(BlockRecurrent, Inv6_LstmGateWithZeroWeightsIsSigmoidOfBiases) {
     const recur_layer_desc *fixed, *lstm;
     std::vector<const char *> biases;
   };
-  for (const Pair &pair : std::vector<Pair>{
-           {recur_BlockRecurrentSkipFixed_layer(),
-            recur_BlockRecurrentSkipLSTM_layer(), {"bg"}},
-           {recur_BlockRecurrentSingleFixed_layer(),
-            recur_BlockRecurrentSingleLSTM_layer(), {"bg"}},
-           {recur_BlockRecurrentDualFixed_layer(),
-            recur_BlockRecurrentDualLSTM_layer(), {"bg1", "bg2"}}}) {
+  for (const Pair &pair :
+       std::vector<Pair>{{recur_BlockRecurrentSkipFixed_layer(),
+                          recur_BlockRecurrentSkipLSTM_layer(),
+                          {"bg"}},
+                         {recur_BlockRecurrentSingleFixed_layer(),
+                          recur_BlockRecurrentSingleLSTM_layer(),
+                          {"bg"}},
+                         {recur_BlockRecurrentDualFixed_layer(),
+                          recur_BlockRecurrentDualLSTM_layer(),
+                          {"bg1", "bg2"}}}) {
     Layer fixed(pair.fixed), lstm(pair.lstm);
     SCOPED_TRACE(lstm.desc()->name);
     Rng rng(61);
@@ -565,8 +570,7 @@ TEST(BlockRecurrent, Inv8_BlockLoopEqualsStepsEqualsTwoPhase) {
   std::vector<Tensor> in = drawInputs(layer, 2, 5, rng);
   in[layer.input("start")].set(0, 0.0); // row 0 carries, row 1 starts
   Result loop = layer.forward(in, params, states);
-  Result steps =
-      layer.stepwise(in, params, states, {layer.input("start")});
+  Result steps = layer.stepwise(in, params, states, {layer.input("start")});
   Result phases = twoPhase.forward(in, params, states);
   EXPECT_LE(relErr(steps.outputs[0], loop.outputs[0]), kTol);
   EXPECT_LE(relErr(phases.outputs[0], loop.outputs[0]), kTol);
@@ -578,9 +582,9 @@ TEST(BlockRecurrent, Inv8_BlockLoopEqualsStepsEqualsTwoPhase) {
   // its tokens' outputs).
   std::vector<Tensor> other = states;
   fillNormal(other[layer.state("c")], rng);
-  EXPECT_GT(relErr(twoPhase.forward(in, params, other).outputs[0],
-                   phases.outputs[0]),
-            1e-6);
+  EXPECT_GT(
+      relErr(twoPhase.forward(in, params, other).outputs[0], phases.outputs[0]),
+      1e-6);
 }
 
 //===----------------------------------------------------------------------===//
@@ -664,8 +668,7 @@ std::vector<int64_t> probeBuckets(const Layer &layer, int64_t reference) {
 
 TEST(BlockRecurrent, Inv10_T5BucketsExactThenLogThenLast) {
   std::vector<int64_t> band = probeBuckets(Layer(recur_T5Probe_layer()), 1);
-  std::vector<int64_t> self =
-      probeBuckets(Layer(recur_T5ProbeSelf_layer()), 1);
+  std::vector<int64_t> self = probeBuckets(Layer(recur_T5ProbeSelf_layer()), 1);
   EXPECT_EQ(band[0], -1) << "distance 0 is outside the band";
   EXPECT_EQ(self[0], 0);
   EXPECT_EQ(self[130], -1) << "include_self ends at distance R - 1";

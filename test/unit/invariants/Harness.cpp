@@ -108,9 +108,8 @@ bool Tensor::hasNonFinite() const {
 }
 
 recur_tensor Tensor::view() {
-  return recur_tensor_contiguous(bytes.data(), dtype,
-                                 static_cast<int32_t>(shape.size()),
-                                 shape.data());
+  return recur_tensor_contiguous(
+      bytes.data(), dtype, static_cast<int32_t>(shape.size()), shape.data());
 }
 
 recur_tensor Tensor::view() const { return const_cast<Tensor *>(this)->view(); }
@@ -425,8 +424,8 @@ std::vector<Tensor> Layer::initialStates(const std::vector<Tensor> &params,
 }
 
 Result Layer::call(const std::vector<Tensor> &inputs,
-                const std::vector<Tensor> &params,
-                const std::vector<Tensor> &states, bool step) const {
+                   const std::vector<Tensor> &params,
+                   const std::vector<Tensor> &states, bool step) const {
   Dims dims = dimsOf(inputs);
   Result run;
   run.outputs = outputs(dims);
@@ -435,23 +434,22 @@ Result Layer::call(const std::vector<Tensor> &inputs,
                             ov = views(run.outputs);
   recur_status status =
       step ? recur_step(desc_, iv.data(), pv.data(), state.get(), ov.data())
-           : recur_forward(desc_, iv.data(), pv.data(), state.get(),
-                           ov.data());
+           : recur_forward(desc_, iv.data(), pv.data(), state.get(), ov.data());
   EXPECT_TRUE(ok(status, step ? "recur_step" : "recur_forward"));
   run.states = readStates(state.get(), desc_->num_states);
   return run;
 }
 
 Result Layer::forward(const std::vector<Tensor> &inputs,
-                   const std::vector<Tensor> &params,
-                   const std::vector<Tensor> &states) const {
+                      const std::vector<Tensor> &params,
+                      const std::vector<Tensor> &states) const {
   return call(inputs, params, states, /*step=*/false);
 }
 
 Result Layer::stepwise(const std::vector<Tensor> &inputs,
-                      const std::vector<Tensor> &params,
-                      const std::vector<Tensor> &states,
-                      const std::vector<int> &firstOnly) const {
+                       const std::vector<Tensor> &params,
+                       const std::vector<Tensor> &states,
+                       const std::vector<int> &firstOnly) const {
   EXPECT_GE(desc_->time_dim, 0) << desc_->name << " has no time dimension";
   if (desc_->time_dim < 0)
     return {};
@@ -469,9 +467,9 @@ Result Layer::stepwise(const std::vector<Tensor> &inputs,
   for (int64_t t = 0; t < length; t += desc_->step_length) {
     std::vector<Tensor> in;
     for (size_t i = 0; i < inputs.size(); ++i)
-      in.push_back(inAxes[i] < 0 ? inputs[i]
-                                 : slice(inputs[i], inAxes[i], t,
-                                         desc_->step_length));
+      in.push_back(inAxes[i] < 0
+                       ? inputs[i]
+                       : slice(inputs[i], inAxes[i], t, desc_->step_length));
     if (t > 0)
       for (int i : firstOnly)
         in[i].fill(0.0);
@@ -514,11 +512,11 @@ Grads Layer::backward(const std::vector<Tensor> &inputs,
   for (size_t i = 0; i < giv.size(); ++i)
     if (inputs[i].dtype == RECUR_BOOL || inputs[i].dtype == RECUR_I32)
       giv[i].data = nullptr;
-  EXPECT_TRUE(ok(recur_backward(desc_, iv.data(), pv.data(), state.get(),
-                                dov.data(), dStates.empty() ? nullptr
-                                                            : dsv.data(),
-                                giv.data(), gpv.data(), gsv.data()),
-                 "recur_backward"));
+  EXPECT_TRUE(
+      ok(recur_backward(desc_, iv.data(), pv.data(), state.get(), dov.data(),
+                        dStates.empty() ? nullptr : dsv.data(), giv.data(),
+                        gpv.data(), gsv.data()),
+         "recur_backward"));
   return g;
 }
 

@@ -1,4 +1,5 @@
-//===- Harness.h - running compiled layers in the invariant tests -*- C++ -*-===//
+//===- Harness.h - running compiled layers in the invariant tests -*- C++
+//-*-===//
 //
 // Part of the Recur project.
 //
@@ -123,8 +124,8 @@ public:
   /// recur_forward from `states` (or the init rules when empty); the test
   /// fails with the runtime's message on an error.
   Result forward(const std::vector<Tensor> &inputs,
-              const std::vector<Tensor> &params,
-              const std::vector<Tensor> &states = {}) const;
+                 const std::vector<Tensor> &params,
+                 const std::vector<Tensor> &states = {}) const;
   /// recur_step calls of step_length positions each over the time
   /// dimension, the state carried, outputs concatenated. The inputs listed
   /// in `firstOnly` (per-row start flags) are zero after the first call.
@@ -146,8 +147,9 @@ public:
 private:
   int find(recur_role role, const std::string &name) const;
   Tensor make(const recur_arg_desc &arg, const Dims &dims) const;
-  Result call(const std::vector<Tensor> &inputs, const std::vector<Tensor> &params,
-           const std::vector<Tensor> &states, bool step) const;
+  Result call(const std::vector<Tensor> &inputs,
+              const std::vector<Tensor> &params,
+              const std::vector<Tensor> &states, bool step) const;
   const recur_layer_desc *desc_;
 };
 
