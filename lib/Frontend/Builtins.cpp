@@ -209,12 +209,20 @@ TV Generator::genBuiltin(const CallExpr &call, bool &handled) {
       if (fn == "relu")
         return arith::MaximumFOp::create(b, loc, x, c(0.0));
       if (fn == "sigmoid" || fn == "silu") {
-        Value sig = arith::DivFOp::create(
-            b, loc, c(1.0),
-            arith::AddFOp::create(
-                b, loc, c(1.0),
-                math::ExpOp::create(b, loc,
-                                    arith::NegFOp::create(b, loc, x))));
+        // e = exp(-|x|), r = 1 / (1 + e): sigmoid is r for x >= 0 and e r
+        // for x < 0. exp never overflows, so neither the value nor its
+        // derivative (which 1 / (1 + exp(-x)) turns into 0 * inf = NaN once
+        // exp(-x) overflows: x below about -88 in f32, -709 in f64) can be
+        // NaN.
+        Value e = math::ExpOp::create(
+            b, loc,
+            arith::NegFOp::create(b, loc, math::AbsFOp::create(b, loc, x)));
+        Value r = arith::DivFOp::create(
+            b, loc, c(1.0), arith::AddFOp::create(b, loc, c(1.0), e));
+        Value nonneg = arith::CmpFOp::create(
+            b, loc, arith::CmpFPredicate::OGE, x, c(0.0));
+        Value sig = arith::SelectOp::create(
+            b, loc, nonneg, r, arith::MulFOp::create(b, loc, e, r));
         return fn == "sigmoid" ? sig
                                : arith::MulFOp::create(b, loc, x, sig)
                                      .getResult();
