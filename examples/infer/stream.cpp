@@ -186,13 +186,31 @@ struct Latency {
   }
 };
 
-/// A copy of `from`'s tensors into `to` (the same layer and batch).
-void copyState(recur_state *to, const recur_state *from) {
+/// `from` saved with recur_state_save and loaded into `to` (the same layer
+/// and batch); returns the saved size in bytes.
+size_t copyState(recur_state *to, const recur_state *from) {
   size_t bytes = 0;
   check(recur_state_save_size(from, &bytes), "recur_state_save_size");
   std::vector<unsigned char> buf(bytes);
   check(recur_state_save(from, buf.data(), bytes), "recur_state_save");
   check(recur_state_load(to, buf.data(), bytes), "recur_state_load");
+  return bytes;
+}
+
+/// A fresh state holding what `state` holds (saved and loaded), announced
+/// after `done` units (steps or blocks) of decoding.
+recur_state *restoredCopy(const recur_layer_desc *layer, int64_t batch,
+                          std::vector<recur_tensor> &p,
+                          const recur_state *state, int64_t done,
+                          const char *units) {
+  recur_state *restored = nullptr;
+  check(recur_state_create(layer, batch, p.data(), &restored),
+        "recur_state_create");
+  size_t bytes = copyState(restored, state);
+  std::printf("saved the state after %lld %s (%zu bytes) and loaded it into "
+              "a fresh one\n",
+              static_cast<long long>(done), units, bytes);
+  return restored;
 }
 
 /// Token-by-token decoding of the Block-Recurrent layer, whose kernel runs
@@ -243,20 +261,8 @@ bool decodeBlockRecurrent(const recur_layer_desc *layer,
   int64_t saveAt = blocks / 2;
   for (int64_t t = 0; t < blocks; ++t) {
     block[1].data.assign(batch, t == 0 ? 1.0f : 0.0f); // start flag
-    if (t == saveAt) {
-      size_t bytes = 0;
-      check(recur_state_save_size(committed, &bytes), "recur_state_save_size");
-      std::vector<unsigned char> saved(bytes);
-      check(recur_state_save(committed, saved.data(), bytes),
-            "recur_state_save");
-      check(recur_state_create(layer, batch, p.data(), &restored),
-            "recur_state_create");
-      check(recur_state_load(restored, saved.data(), bytes),
-            "recur_state_load");
-      std::printf("saved the state after %lld blocks (%zu bytes) and loaded "
-                  "it into a fresh one\n",
-                  static_cast<long long>(t), bytes);
-    }
+    if (t == saveAt)
+      restored = restoredCopy(layer, batch, p, committed, t, "blocks");
     for (int64_t q = 0; q < W; ++q) {
       int64_t pos = t * W + q;
       for (int64_t b = 0; b < batch; ++b)
@@ -437,19 +443,8 @@ int main(int argc, char **argv) {
   int64_t saveAt = steps / 2;
   for (int64_t s = 0; s < steps; ++s) {
     int64_t t = s * step;
-    if (s == saveAt) {
-      size_t bytes = 0;
-      check(recur_state_save_size(state, &bytes), "recur_state_save_size");
-      std::vector<unsigned char> saved(bytes);
-      check(recur_state_save(state, saved.data(), bytes), "recur_state_save");
-      check(recur_state_create(layer, batch, p.data(), &restored),
-            "recur_state_create");
-      check(recur_state_load(restored, saved.data(), bytes),
-            "recur_state_load");
-      std::printf("saved the state after %lld steps (%zu bytes) and loaded "
-                  "it into a fresh one\n",
-                  static_cast<long long>(s), bytes);
-    }
+    if (s == saveAt)
+      restored = restoredCopy(layer, batch, p, state, s, "steps");
     if (!timed && s > 0) // a new segment's inputs
       fillInputs(layer, inputs, s, rng);
     std::vector<recur_tensor> in = views(inputs, pieceDim, t, step),
