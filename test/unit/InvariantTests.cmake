@@ -37,7 +37,8 @@ endfunction()
 recur_compile_layers(inv_brt ../../examples/block_recurrent.recur
   LAYERS BlockRecurrentSkipFixed BlockRecurrentSkipLSTM
          BlockRecurrentSingleFixed BlockRecurrentSingleLSTM
-         BlockRecurrentDualFixed BlockRecurrentDualLSTM SlidingWindow
+         BlockRecurrentDualFixed BlockRecurrentDualLSTM BlockRecurrentFeedback
+         SlidingWindow
   DEFINES D=16 H=2 W=4 S=3 F=24 OPTIONS --f64)
 recur_compile_layers(inv_brt_forms invariants/specs/block_recurrent_forms.recur
   LAYERS BandTiled BandDense T5Probe T5ProbeSelf
