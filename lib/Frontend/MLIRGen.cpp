@@ -23,6 +23,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/ProgramStack.h"
@@ -89,7 +90,11 @@ OwningOpRef<ModuleOp> Generator::run() {
     }
   }
   OwningOpRef<ModuleOp> out = ModuleOp::create(builder.getUnknownLoc());
-  bool found = options.layer.empty();
+  // options.layer: empty (every layer), a name, or a comma-separated list.
+  llvm::SmallVector<llvm::StringRef> wanted;
+  if (!options.layer.empty())
+    llvm::StringRef(options.layer).split(wanted, ',');
+  llvm::StringSet<> found;
   llvm::StringMap<llvm::SMRange> seen;
   for (const LayerDecl &layer : module.layers) {
     auto [it, inserted] = seen.try_emplace(layer.name, layer.range);
@@ -98,31 +103,37 @@ OwningOpRef<ModuleOp> Generator::run() {
       note(it->second, "first definition is here");
       continue;
     }
-    if (!options.layer.empty() && layer.name != options.layer)
+    if (!wanted.empty() && !llvm::is_contained(wanted, layer.name))
       continue;
-    found = true;
+    found.insert(layer.name);
     genLayer(layer, *out);
   }
-  if (!found) {
+  bool missing = false;
+  for (llvm::StringRef name : wanted) {
+    if (found.contains(name))
+      continue;
+    missing = true;
     std::string names;
     for (const LayerDecl &layer : module.layers)
       names += (names.empty() ? "" : ", ") + layer.name;
-    error(llvm::SMRange(), "no layer named '" + options.layer +
-                               "' in the spec" +
+    error(llvm::SMRange(), "no layer named '" + name.str() + "' in the spec" +
                                (names.empty() ? "" : "; it defines " + names));
   }
   // A -D that no compiled layer declares is a typo, not a no-op.
-  if (found)
+  if (!missing && (wanted.empty() || !found.empty()))
     for (const auto &define : options.defines)
       if (!usedDefines.count(define.first))
-        error(llvm::SMRange(),
-              "-D " + define.first + ": " +
-                  (options.layer.empty()
-                       ? "no layer in the spec has a dimension named '"
-                       : "layer '" + options.layer +
-                             "' has no dimension named '") +
-                  define.first + "'");
-  if (!found && module.layers.empty())
+        error(
+            llvm::SMRange(),
+            "-D " + define.first + ": " +
+                (wanted.empty() ? "no layer in the spec has a dimension named '"
+                 : wanted.size() == 1
+                     ? "layer '" + options.layer + "' has no dimension named '"
+                     : "none of the layers " + options.layer +
+                           " has a dimension named '") +
+                define.first + "'");
+  bool none = !wanted.empty() && found.empty();
+  if (none && module.layers.empty())
     return nullptr;
   if (module.layers.empty() && !diags.hadError())
     error(llvm::SMRange(), "the spec defines no layer");

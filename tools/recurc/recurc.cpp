@@ -2,8 +2,9 @@
 //
 // Part of the Recur project.
 //
-// recurc SPEC.recur [--emit=mlir] [-o FILE] [--layer NAME] [-D NAME=VALUE]...
-// recurc SPEC.recur --target=cpu -o OUTDIR [--layer NAME] [-D ...]
+// recurc SPEC.recur [--emit=mlir] [-o FILE] [--layer NAME[,...]] [-D
+// NAME=VALUE]... recurc SPEC.recur --target=cpu -o OUTDIR [--layer NAME[,...]]
+// [-D ...]
 //     writes OUTDIR/<layer>.o and OUTDIR/<layer>.h for every layer
 // recurc SPEC.recur --target=cpu --emit=llvm|obj|header -o FILE [...]
 // recurc SPEC.recur --target=cuda[:sm_80,sm_90] -o OUTDIR [...]
@@ -123,10 +124,12 @@ cl::opt<unsigned> optLevel("O", cl::Prefix,
                            cl::value_desc("level"), cl::init(3),
                            cl::cat(recurcCategory));
 
-cl::opt<std::string> layerName("layer",
-                               cl::desc("Compile only the layer <name> "
-                                        "(default: every layer in the spec)"),
-                               cl::value_desc("name"), cl::cat(recurcCategory));
+cl::opt<std::string>
+    layerName("layer",
+              cl::desc("Compile only the layer <name>, or the layers of a "
+                       "comma-separated list (default: every layer in the "
+                       "spec); each -D must name a dimension of one of them"),
+              cl::value_desc("name[,name...]"), cl::cat(recurcCategory));
 
 cl::list<std::string>
     defines("D", cl::Prefix,
@@ -294,9 +297,9 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "Recur compiler: compiles a layer spec written in the Recur language.\n\n"
-      "  recurc SPEC.recur [--emit=mlir] [-o FILE] [--layer NAME] "
+      "  recurc SPEC.recur [--emit=mlir] [-o FILE] [--layer NAME[,...]] "
       "[-D NAME=VALUE]...\n"
-      "  recurc SPEC.recur --target=cpu -o OUTDIR [--layer NAME] "
+      "  recurc SPEC.recur --target=cpu -o OUTDIR [--layer NAME[,...]] "
       "[-D NAME=VALUE]...\n"
       "      writes OUTDIR/<layer>.o and OUTDIR/<layer>.h (C ABI, see\n"
       "      include/recur/Runtime/recur_rt.h); link with librecur_rt, "

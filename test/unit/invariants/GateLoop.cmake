@@ -8,6 +8,8 @@
 # (the same recurrence on raw q, k, v, |a|, arg a in every mode).
 recur_compile_layers(inv_gateloop ../../examples/gateloop.recur
   LAYERS GateLoop GateLoopMaxHeaded DEFINES D=8 H=2 dk=3 OPTIONS --f64)
+recur_compile_layers(inv_gateloop_attention ../../examples/gateloop.recur
+  LAYERS GateLoopAttention DEFINES D=8 H=2 dk=3 T=37 OPTIONS --f64)
 recur_compile_layers(inv_gateloop_scan ../../examples/custom_scan.recur
   LAYERS GateLoopScan DEFINES D=8 OPTIONS --f64)
 recur_compile_layers(inv_gateloop_retnet ../../examples/retnet.recur
@@ -20,8 +22,8 @@ set(inv_gateloop_mode_layers GLRecurrent GLChunked1 GLChunked3 GLChunked16
 recur_compile_layers(inv_gateloop_modes invariants/specs/gateloop_modes.recur
   LAYERS ${inv_gateloop_mode_layers} OPTIONS --f64)
 recur_invariant_test(GateLoop SOURCES invariants/GateLoop.cpp
-  LAYERS inv_gateloop inv_gateloop_scan inv_gateloop_retnet inv_gateloop_lru
-         inv_gateloop_modes)
+  LAYERS inv_gateloop inv_gateloop_attention inv_gateloop_scan
+         inv_gateloop_retnet inv_gateloop_lru inv_gateloop_modes)
 
 # RecurGateLoopDk1InvariantTests: the test-only layers at d_k = d_v = 1 with
 # four heads (the paper's max-headed case), the same source with
@@ -30,8 +32,8 @@ recur_compile_layers(inv_gateloop_modes_dk1
   invariants/specs/gateloop_modes.recur LAYERS ${inv_gateloop_mode_layers}
   DEFINES H=4 K=1 V=1 OPTIONS --f64)
 recur_invariant_test(GateLoopDk1 SOURCES invariants/GateLoop.cpp
-  LAYERS inv_gateloop inv_gateloop_scan inv_gateloop_retnet inv_gateloop_lru
-         inv_gateloop_modes_dk1)
+  LAYERS inv_gateloop inv_gateloop_attention inv_gateloop_scan
+         inv_gateloop_retnet inv_gateloop_lru inv_gateloop_modes_dk1)
 target_compile_definitions(RecurGateLoopDk1InvariantTests PRIVATE
   RECUR_GATELOOP_DK1=1)
 

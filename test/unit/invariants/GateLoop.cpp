@@ -40,8 +40,9 @@
 //        gla recurrent, gla chunked (16, 64), linear_scan, the user-combine
 //        scan and the surrogate attention (l = 17, 64), outputs and final
 //        states, against each other and the oracle;
-//      Inv1_ExampleLayersMatchOracle (GateLoop, GateLoopMaxHeaded ==
-//        GateLoopScan, from x and params)
+//      Inv1_ExampleLayersMatchOracle (GateLoop, GateLoopAttention (the
+//        example's attention mode), GateLoopMaxHeaded == GateLoopScan, from
+//        x and params)
 //  2 operator: associativity, identity, non-commutativity (a swapped
 //    operator must fail on time-varying a)
 //      Inv2_OperatorAssociative, Inv2_OperatorIdentity,
@@ -136,6 +137,7 @@
 #include "GLUserScan.h"
 #include "GLUserScanSwapped.h"
 #include "GateLoop.h"
+#include "GateLoopAttention.h"
 #include "GateLoopMaxHeaded.h"
 #include "GateLoopScan.h"
 #include "LRU.h"
@@ -541,6 +543,13 @@ TEST(GL_SUITE, Inv1_ExampleLayersMatchOracle) {
     SCOPED_TRACE("GateLoop");
     Rng rng(13);
     checkExample(recur_GateLoop_layer(), 2, 3, 4, 37, rng);
+  }
+  // GateLoopAttention: the attention mode (17)-(21) of the same layer, at
+  // its compile-time T = 37, from a random carried state.
+  {
+    SCOPED_TRACE("GateLoopAttention");
+    Rng rng(13);
+    checkExample(recur_GateLoopAttention_layer(), 2, 3, 4, 37, rng);
   }
   // The max-headed layer (linear_scan) and the user-combine scan on the
   // same x and params: both equal the oracle and each other.
