@@ -29,7 +29,9 @@
 #include "GateLoop.h"
 #include "LRU.h"
 #include "MemBART.h"
+#include "MemBARTDialogue.h"
 #include "TransformerXL.h"
+#include "TransformerXLSegments.h"
 
 #include <algorithm>
 #include <cmath>
@@ -334,6 +336,84 @@ bool decodeBlockRecurrent(const recur_layer_desc *layer,
   return identical && err <= 1e-4;
 }
 
+/// The layer that runs several of `layer`'s segments or turns in one call
+/// (the prefill form: the same recurrence with the loop inside the kernel,
+/// the same params and state), or null.
+const recur_layer_desc *prefillLayer(const recur_layer_desc *layer) {
+  if (layer == recur_TransformerXL_layer())
+    return recur_TransformerXLSegments_layer();
+  if (layer == recur_MemBART_layer())
+    return recur_MemBARTDialogue_layer();
+  return nullptr;
+}
+
+/// Runs the segments `history` (each call's inputs) and their outputs
+/// `decoded` once more, all in one call of `pre` from the init state, and
+/// returns the largest relative difference from the decoded outputs and
+/// `decodedState`. An input with a segment's positions along axis 1 is
+/// concatenated; a per-segment flag ([B, 1, 1]) goes to each segment's
+/// first position (zeros elsewhere); any other input is the first
+/// segment's (the same in every call).
+double prefillError(const recur_layer_desc *layer, const recur_layer_desc *pre,
+                    std::vector<std::vector<Buffer>> &history,
+                    std::vector<std::vector<Buffer>> &decoded,
+                    std::vector<recur_tensor> &p, int64_t batch,
+                    const std::vector<std::vector<float>> &decodedState) {
+  for (int32_t i = 0; i < layer->num_args; ++i)
+    if (layer->args[i].role == RECUR_ROLE_PARAM &&
+        std::strcmp(layer->args[i].name, pre->args[i].name) != 0)
+      fatal(std::string(pre->name) + " does not take " + layer->name +
+            "'s params in order");
+  const int64_t segLen = history[0][0].shape[1],
+                segments = static_cast<int64_t>(history.size());
+  std::vector<int64_t> dims(pre->num_runtime_dims, 1);
+  dims[pre->batch_dim] = batch;
+  dims[pre->time_dim] = segments * segLen;
+  std::vector<Buffer> in, out;
+  for (int32_t i = 0; i < pre->num_args; ++i)
+    if (pre->args[i].role == RECUR_ROLE_INPUT)
+      in.push_back(makeBuffer(pre->args[i], dims));
+  for (int32_t i = 0; i < pre->num_results; ++i)
+    if (pre->results[i].role == RECUR_ROLE_OUTPUT)
+      out.push_back(makeBuffer(pre->results[i], dims));
+  // Fills `whole` [B, segments * segLen, ...] from the per-segment pieces.
+  auto gather = [&](Buffer &whole, auto pieceOf) {
+    if (whole.desc->rank < 2 || whole.desc->shape[1] != -1 - pre->time_dim) {
+      whole.data = pieceOf(0).data;
+      whole.mask = pieceOf(0).mask;
+      return;
+    }
+    int64_t inner = 1;
+    for (size_t d = 2; d < whole.shape.size(); ++d)
+      inner *= whole.shape[d];
+    for (int64_t s = 0; s < segments; ++s) {
+      Buffer &piece = pieceOf(s);
+      int64_t len = piece.shape[1]; // segLen, or 1 for a flag
+      for (int64_t b = 0; b < batch; ++b)
+        std::memcpy(&whole.data[((b * segments + s) * segLen) * inner],
+                    &piece.data[b * len * inner], len * inner * sizeof(float));
+    }
+  };
+  for (size_t i = 0; i < in.size(); ++i)
+    gather(in[i], [&](int64_t s) -> Buffer & { return history[s][i]; });
+  std::vector<Buffer> want = out;
+  for (size_t o = 0; o < out.size(); ++o)
+    gather(want[o], [&](int64_t s) -> Buffer & { return decoded[s][o]; });
+  recur_state *fresh = nullptr;
+  check(recur_state_create(pre, batch, p.data(), &fresh), "recur_state_create");
+  std::vector<recur_tensor> iv = views(in), ov = views(out);
+  check(recur_forward(pre, iv.data(), p.data(), fresh, ov.data()),
+        "recur_forward");
+  double err = 0.0;
+  for (size_t o = 0; o < out.size(); ++o)
+    err = std::max(err, maxRelErr(out[o].data, want[o].data));
+  std::vector<std::vector<float>> state = stateData(pre, fresh);
+  for (size_t i = 0; i < state.size(); ++i)
+    err = std::max(err, maxRelErr(state[i], decodedState[i]));
+  recur_state_destroy(fresh);
+  return err;
+}
+
 const recur_layer_desc *findLayer(const std::string &name) {
   for (const recur_layer_desc *l :
        {recur_GateLoop_layer(), recur_LRU_layer(), recur_TransformerXL_layer(),
@@ -438,6 +518,9 @@ int main(int argc, char **argv) {
   check(recur_state_create(layer, batch, p.data(), &state),
         "recur_state_create");
   std::vector<Buffer> restoredOut = outputs;
+  // Without a time dimension: each call's inputs and outputs, for the
+  // prefill check.
+  std::vector<std::vector<Buffer>> history, decodedOut;
   Latency decode;
   bool identical = true;
   int64_t saveAt = steps / 2;
@@ -454,6 +537,10 @@ int main(int argc, char **argv) {
     check(recur_step(layer, in.data(), p.data(), state, out.data()),
           "recur_step");
     decode.us.push_back((now() - start) * 1e6);
+    if (!timed) {
+      history.push_back(inputs);
+      decodedOut.push_back(outputs);
+    }
     if (restored) {
       check(recur_step(layer, in.data(), p.data(), restored, out2.data()),
             "recur_step (restored)");
@@ -482,6 +569,18 @@ int main(int argc, char **argv) {
               identical ? "identical outputs and final state"
                         : "DIFFERENT from the uninterrupted stream");
   bool ok = identical;
+
+  if (const recur_layer_desc *pre = prefillLayer(layer)) {
+    double err =
+        prefillError(layer, pre, history, decodedOut, p, batch, decodedState);
+    std::printf("decode == prefill (%s, all %lld in one call): max_rel_err "
+                "%.3g (outputs and final state)\n",
+                pre->name, static_cast<long long>(steps), err);
+    if (!(err <= 1e-4)) {
+      std::printf("error: decode and prefill differ beyond 1e-4\n");
+      ok = false;
+    }
+  }
 
   if (timed) {
     // The parallel form over the generated sequence, from the init state.
