@@ -214,6 +214,8 @@ Tensor slice(const Tensor &t, int axis, int64_t start, int64_t count) {
     outer *= t.shape[d];
   for (size_t d = axis + 1; d < t.shape.size(); ++d)
     inner *= t.shape[d];
+  if (count == 0) // nothing to copy (and memcpy takes no null pointer)
+    return out;
   for (int64_t o = 0; o < outer; ++o)
     std::memcpy(out.bytes.data() + o * count * inner,
                 t.bytes.data() + (o * t.shape[axis] + start) * inner,
@@ -235,6 +237,8 @@ Tensor concat(const std::vector<Tensor> &parts, int axis) {
   for (int64_t o = 0; o < outer; ++o) {
     int64_t at = 0;
     for (const Tensor &p : parts) {
+      if (p.shape[axis] == 0 || p.bytes.empty())
+        continue;
       std::memcpy(out.bytes.data() + (o * shape[axis] + at) * inner,
                   p.bytes.data() + o * p.shape[axis] * inner,
                   p.shape[axis] * inner);
