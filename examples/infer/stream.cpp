@@ -179,6 +179,20 @@ std::vector<std::vector<float>> stateData(const recur_layer_desc *layer,
   return out;
 }
 
+/// The largest relative difference between two runs of a layer: their
+/// outputs and the final states they left.
+double runError(const std::vector<Buffer> &gotOuts,
+                const std::vector<Buffer> &wantOuts,
+                const std::vector<std::vector<float>> &gotState,
+                const std::vector<std::vector<float>> &wantState) {
+  double err = 0.0;
+  for (size_t o = 0; o < wantOuts.size(); ++o)
+    err = std::max(err, maxRelErr(gotOuts[o].data, wantOuts[o].data));
+  for (size_t i = 0; i < wantState.size(); ++i)
+    err = std::max(err, maxRelErr(gotState[i], wantState[i]));
+  return err;
+}
+
 struct Latency {
   std::vector<double> us;
   void print(const char *what) {
@@ -233,7 +247,6 @@ bool decodeBlockRecurrent(const recur_layer_desc *layer,
   const int64_t W = layer->step_length;
   const int32_t T = layer->time_dim;
   Buffer &x = inputs[0], &y = outputs[0];
-  Buffer &start = inputs[1];
   const int64_t D = x.shape[2];
   int tx = dimIndex(*x.desc, T);
   for (float &v : x.data)
@@ -319,10 +332,7 @@ bool decodeBlockRecurrent(const recur_layer_desc *layer,
   check(recur_forward(layer, in.data(), p.data(), fresh, out.data()),
         "recur_forward");
   double seconds = now() - t0;
-  double err = maxRelErr(outputs[0].data, prefill[0].data);
-  std::vector<std::vector<float>> prefillState = stateData(layer, fresh);
-  for (size_t i = 0; i < prefillState.size(); ++i)
-    err = std::max(err, maxRelErr(decoded[i], prefillState[i]));
+  double err = runError(outputs, prefill, decoded, stateData(layer, fresh));
   std::printf("block-parallel form (recur_forward over all %lld tokens): "
               "%.2f us per token\n",
               static_cast<long long>(blocks * W), seconds * 1e6 / (blocks * W));
@@ -404,12 +414,7 @@ double prefillError(const recur_layer_desc *layer, const recur_layer_desc *pre,
   std::vector<recur_tensor> iv = views(in), ov = views(out);
   check(recur_forward(pre, iv.data(), p.data(), fresh, ov.data()),
         "recur_forward");
-  double err = 0.0;
-  for (size_t o = 0; o < out.size(); ++o)
-    err = std::max(err, maxRelErr(out[o].data, want[o].data));
-  std::vector<std::vector<float>> state = stateData(pre, fresh);
-  for (size_t i = 0; i < state.size(); ++i)
-    err = std::max(err, maxRelErr(state[i], decodedState[i]));
+  double err = runError(out, want, stateData(pre, fresh), decodedState);
   recur_state_destroy(fresh);
   return err;
 }
@@ -597,12 +602,8 @@ int main(int argc, char **argv) {
     check(recur_forward(layer, in.data(), p.data(), fresh, out.data()),
           "recur_forward");
     double seconds = now() - start;
-    double err = 0.0;
-    for (size_t o = 0; o < outputs.size(); ++o)
-      err = std::max(err, maxRelErr(outputs[o].data, prefill[o].data));
-    std::vector<std::vector<float>> prefillState = stateData(layer, fresh);
-    for (size_t i = 0; i < prefillState.size(); ++i)
-      err = std::max(err, maxRelErr(decodedState[i], prefillState[i]));
+    double err =
+        runError(outputs, prefill, decodedState, stateData(layer, fresh));
     recur_state_destroy(fresh);
     std::printf("parallel form (recur_forward over all %lld positions): "
                 "%.2f us per position\n",
