@@ -7,6 +7,11 @@
 // tensors, the state's own buffers), runs the kernel and unpacks its
 // results: outputs are copied into the user's tensors, next states adopted
 // (a fresh buffer of the kernel's) or copied into buffers of the state.
+// A kernel with output destinations (recurc's CPU kernels) is also given,
+// after its arguments, the buffer to write each output into: the user's
+// tensor itself when it is row-major and shares no memory with anything
+// the kernel reads or another output, so the output is written once and
+// never copied.
 //
 // The kernel may return any pointer as a result: a buffer it allocated, one
 // of its arguments passed through, a constant global, the same buffer twice.
@@ -102,6 +107,33 @@ MemRef popMemRef(const int64_t *&words, int32_t rank) {
   return ref;
 }
 
+/// The bytes a view spans, from its lowest to past its highest element
+/// (empty when it has no elements).
+struct Span {
+  const char *lo = nullptr, *hi = nullptr;
+  bool overlaps(const Span &other) const {
+    return lo < other.hi && other.lo < hi;
+  }
+};
+
+Span viewSpan(const void *data, recur_dtype dtype, int32_t rank,
+              const int64_t *shape, const int64_t *strides) {
+  int64_t lo = 0, hi = 0;
+  for (int32_t d = 0; d < rank; ++d) {
+    if (shape[d] == 0)
+      return {};
+    int64_t extent = (shape[d] - 1) * strides[d];
+    (extent < 0 ? lo : hi) += extent;
+  }
+  auto elem = static_cast<int64_t>(recur_dtype_size(dtype));
+  const char *base = static_cast<const char *>(data);
+  return {base + lo * elem, base + (hi + 1) * elem};
+}
+
+Span tensorSpan(const recur_tensor &t) {
+  return viewSpan(t.data, t.dtype, t.rank, t.shape, t.strides);
+}
+
 /// The words of the descriptors of `descs`.
 size_t wordCount(const recur_arg_desc *descs, int32_t count) {
   size_t words = 0;
@@ -147,6 +179,16 @@ private:
                             std::vector<int64_t> &words);
   recur_status packTensor(const recur_arg_desc &desc, const recur_tensor &t,
                           std::vector<int64_t> &words);
+  std::vector<Span> readSpans(const recur_state &st) const;
+  recur_status packDestination(const recur_arg_desc &desc,
+                               const recur_tensor *wanted,
+                               std::vector<Span> &taken,
+                               std::vector<int64_t> &words);
+  recur_status packOutputDestinations(const recur_state &st,
+                                      std::vector<int64_t> &words);
+  recur_status packGradDestinations(const recur_state &st,
+                                    std::vector<int64_t> &words);
+  const recur_tensor *gradTensor(const recur_arg_desc &desc) const;
   recur_status bindBackward();
   recur_status packCotangents(std::vector<int64_t> &words);
   recur_status unpackGrads(const std::vector<int64_t> &words);
@@ -177,7 +219,10 @@ private:
   std::vector<const void *> argumentBuffers;
   /// Contiguous copies of strided user tensors.
   BufferList copies;
-  /// The kernel's results, and the buffers it made for them.
+  /// The buffers passed for the outputs (output destinations), in order.
+  std::vector<MemRef> destinations;
+  /// The kernel's results (with the outputs' destinations in their place),
+  /// and the buffers it made for them.
   std::vector<MemRef> results;
   BufferList owned;
 };
@@ -330,6 +375,109 @@ recur_status Call::packTensor(const recur_arg_desc &desc, const recur_tensor &t,
   return RECUR_OK;
 }
 
+/// The memory the kernel reads: the user's inputs and params, the state's
+/// tensors and, for a backward call, the cotangents.
+std::vector<Span> Call::readSpans(const recur_state &st) const {
+  std::vector<Span> spans;
+  for (int32_t i = 0; i < layer->num_inputs; ++i)
+    spans.push_back(tensorSpan(inputs[i]));
+  for (int32_t i = 0; i < layer->num_params; ++i)
+    spans.push_back(tensorSpan(params[i]));
+  for (const StateTensor &tensor : st.tensors)
+    spans.push_back({tensor.data, tensor.data + tensor.bytes});
+  if (backward) {
+    for (int32_t i = 0; i < layer->num_outputs; ++i)
+      spans.push_back(tensorSpan(backward->dOutputs[i]));
+    for (int32_t i = 0; backward->dStates && i < layer->num_states; ++i)
+      if (backward->dStates[i].data)
+        spans.push_back(tensorSpan(backward->dStates[i]));
+  }
+  return spans;
+}
+
+/// Appends the destination of the kernel result `desc` (an output, or for
+/// a backward call a gradient): the user's tensor `wanted` when it is
+/// row-major and overlaps nothing in `taken`, else a contiguous buffer of
+/// the call's (copied out afterwards; for a gradient nobody wants, just
+/// written). `taken` gains the tensor's memory.
+recur_status Call::packDestination(const recur_arg_desc &desc,
+                                   const recur_tensor *wanted,
+                                   std::vector<Span> &taken,
+                                   std::vector<int64_t> &words) {
+  int64_t shape[RECUR_MAX_RANK];
+  resolveShape(desc, dims, shape);
+  int64_t count;
+  elementCount(desc.rank, shape, count);
+  void *data = nullptr;
+  if (wanted && count > 0) {
+    Span span = tensorSpan(*wanted);
+    if (isRowMajor(wanted->rank, wanted->shape, wanted->strides) &&
+        std::none_of(taken.begin(), taken.end(),
+                     [&](const Span &other) { return span.overlaps(other); }))
+      data = wanted->data;
+    taken.push_back(span);
+  }
+  if (count > 0 && !data) {
+    size_t bytes = static_cast<size_t>(count) * recur_dtype_size(desc.dtype);
+    data = trackedAlloc(kAlignment, bytes);
+    if (!data)
+      return ctx.fail(
+          RECUR_ERROR_OUT_OF_MEMORY, "cannot allocate %zu bytes for %s '%s'",
+          bytes, backward ? "the gradient of" : "output", nameOr(desc.name));
+    copies.add(data);
+  }
+  argumentBuffers.push_back(data);
+  MemRef ref;
+  ref.allocated = data;
+  ref.aligned = static_cast<char *>(data);
+  ref.rank = desc.rank;
+  std::copy(shape, shape + desc.rank, ref.sizes);
+  rowMajorStrides(desc.rank, shape, ref.strides);
+  destinations.push_back(ref);
+  pushMemRef(words, data, data, desc.rank, shape);
+  return RECUR_OK;
+}
+
+/// Appends one destination per output of a forward or step call.
+recur_status Call::packOutputDestinations(const recur_state &st,
+                                          std::vector<int64_t> &words) {
+  std::vector<Span> taken = readSpans(st);
+  for (int32_t r = 0; r < layer->num_results; ++r) {
+    const recur_arg_desc &desc = layer->results[r];
+    if (desc.role == RECUR_ROLE_OUTPUT)
+      if (recur_status status =
+              packDestination(desc, &outputs[desc.index], taken, words))
+        return status;
+  }
+  return RECUR_OK;
+}
+
+/// Appends one destination per kernel argument of a backward call, its
+/// gradient: the tensor the caller wants it in, if any.
+recur_status Call::packGradDestinations(const recur_state &st,
+                                        std::vector<int64_t> &words) {
+  std::vector<Span> taken = readSpans(st);
+  for (int32_t i = 0; i < layer->num_args; ++i) {
+    const recur_arg_desc &desc = layer->args[i];
+    const recur_tensor *wanted = gradTensor(desc);
+    if (recur_status status = packDestination(desc, wanted, taken, words))
+      return status;
+  }
+  return RECUR_OK;
+}
+
+/// The tensor the caller of a backward call wants the gradient of kernel
+/// argument `desc` in, or NULL.
+const recur_tensor *Call::gradTensor(const recur_arg_desc &desc) const {
+  const recur_tensor *array =
+      desc.role == RECUR_ROLE_INPUT   ? backward->gradInputs
+      : desc.role == RECUR_ROLE_PARAM ? backward->gradParams
+                                      : backward->gradStates;
+  if (!array || !array[desc.index].data)
+    return nullptr;
+  return &array[desc.index];
+}
+
 bool Call::isArgument(const void *ptr) const {
   for (const void *arg : argumentBuffers)
     if (arg == ptr)
@@ -363,7 +511,14 @@ recur_status Call::checkResult(const recur_arg_desc &desc,
 /// once); then checks their shapes.
 recur_status Call::unpackResults(const std::vector<int64_t> &words) {
   const int64_t *cursor = words.data();
+  size_t destination = 0;
   for (int32_t i = 0; i < layer->num_results; ++i) {
+    // An output written into its destination is not among the words.
+    if (layer->results[i].role == RECUR_ROLE_OUTPUT &&
+        destination < destinations.size()) {
+      results.push_back(destinations[destination++]);
+      continue;
+    }
     results.push_back(popMemRef(cursor, layer->results[i].rank));
     void *allocated = results.back().allocated;
     if (!isArgument(allocated) && isTracked(allocated))
@@ -522,6 +677,11 @@ void Call::copyOutputs() const {
       continue;
     const MemRef &ref = results[i];
     const recur_tensor &out = outputs[desc.index];
+    // Written in place (the user's tensor was the kernel's destination).
+    if (ref.first(desc.dtype) == out.data &&
+        isRowMajor(ref.rank, ref.sizes, ref.strides) &&
+        isRowMajor(out.rank, out.shape, out.strides))
+      continue;
     copyView(
         {ref.first(desc.dtype), desc.dtype, ref.rank, ref.sizes, ref.strides},
         {static_cast<char *>(out.data), out.dtype, out.rank, out.shape,
@@ -614,6 +774,11 @@ recur_status Call::packCotangents(std::vector<int64_t> &words) {
 recur_status Call::unpackGrads(const std::vector<int64_t> &words) {
   const int64_t *cursor = words.data();
   for (int32_t i = 0; i < layer->num_args; ++i) {
+    // A gradient written into its destination is not among the words.
+    if (static_cast<size_t>(i) < destinations.size()) {
+      results.push_back(destinations[i]);
+      continue;
+    }
     results.push_back(popMemRef(cursor, layer->args[i].rank));
     void *allocated = results.back().allocated;
     if (!isArgument(allocated) && isTracked(allocated))
@@ -643,14 +808,16 @@ recur_status Call::unpackGrads(const std::vector<int64_t> &words) {
 void Call::copyGrads() const {
   for (int32_t i = 0; i < layer->num_args; ++i) {
     const recur_arg_desc &desc = layer->args[i];
-    const recur_tensor *array =
-        desc.role == RECUR_ROLE_INPUT   ? backward->gradInputs
-        : desc.role == RECUR_ROLE_PARAM ? backward->gradParams
-                                        : backward->gradStates;
-    if (!array || !array[desc.index].data)
+    const recur_tensor *wanted = gradTensor(desc);
+    if (!wanted)
       continue;
-    const recur_tensor &out = array[desc.index];
+    const recur_tensor &out = *wanted;
     const MemRef &ref = results[i];
+    // Written in place (the caller's tensor was the kernel's destination).
+    if (ref.first(desc.dtype) == out.data &&
+        isRowMajor(ref.rank, ref.sizes, ref.strides) &&
+        isRowMajor(out.rank, out.shape, out.strides))
+      continue;
     copyView(
         {ref.first(desc.dtype), desc.dtype, ref.rank, ref.sizes, ref.strides},
         {static_cast<char *>(out.data), out.dtype, out.rank, out.shape,
@@ -702,6 +869,9 @@ recur_status Call::run() {
                       "kernels are not supported yet");
     if (recur_status status = packCotangents(in))
       return status;
+    if (layer->output_destinations)
+      if (recur_status status = packGradDestinations(st, in))
+        return status;
     std::vector<int64_t> out(wordCount(layer->args, layer->num_args), 0);
     kernel(in.data(), out.data());
     if (recur_status status = unpackGrads(out))
@@ -709,6 +879,9 @@ recur_status Call::run() {
     copyGrads();
     return RECUR_OK;
   }
+  if (layer->output_destinations && layer->device == RECUR_DEVICE_CPU)
+    if (recur_status status = packOutputDestinations(st, in))
+      return status;
   std::vector<int64_t> out(wordCount(layer->results, layer->num_results), 0);
   BufferList hostResults;
   if (layer->device == RECUR_DEVICE_CUDA) {

@@ -68,6 +68,16 @@ recur_status workspaceSize(const Context &ctx, const recur_layer_desc *layer,
       return ctx.fail(RECUR_ERROR_SHAPE, "the state is too large");
     pushMemRef(words, nullptr, nullptr, arg.rank, shape);
   }
+  // The destinations of the outputs (the caller's tensors), likewise.
+  for (int32_t i = 0; layer->output_destinations && i < layer->num_results;
+       ++i) {
+    const recur_arg_desc &result = layer->results[i];
+    if (result.role != RECUR_ROLE_OUTPUT)
+      continue;
+    int64_t shape[RECUR_MAX_RANK];
+    resolveShape(result, dims, shape);
+    pushMemRef(words, nullptr, nullptr, result.rank, shape);
+  }
   int64_t kernelBytes = layer->workspace(words.data(), recur_get_num_threads());
   if (kernelBytes == -1)
     return ctx.fail(RECUR_ERROR_UNSUPPORTED,

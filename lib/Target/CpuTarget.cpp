@@ -135,26 +135,6 @@ void addPackedWorkspace(llvm::Module &module, llvm::Function &bound,
 
 } // namespace
 
-void mlir::recur::stripFrontEndAttributes(ModuleOp module) {
-  // The front end's argument attributes (recur.name, recur.role, ...) have
-  // served (LayerSignature read them before lowering); LLVM has no use for
-  // them.
-  module.walk([](LLVM::LLVMFuncOp func) {
-    auto keep = [](ArrayRef<NamedAttribute> attrs) {
-      SmallVector<NamedAttribute> kept;
-      for (NamedAttribute a : attrs)
-        if (!a.getName().getValue().starts_with("recur."))
-          kept.push_back(a);
-      return kept;
-    };
-    auto fn = cast<FunctionOpInterface>(func.getOperation());
-    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      fn.setArgAttrs(i, keep(fn.getArgAttrs(i)));
-    for (unsigned i = 0; i < fn.getNumResults(); ++i)
-      fn.setResultAttrs(i, keep(fn.getResultAttrs(i)));
-  });
-}
-
 SmallVector<std::string> mlir::recur::layerFunctionNames(ModuleOp module) {
   SmallVector<std::string> layers;
   for (auto func : module.getOps<func::FuncOp>())
@@ -207,7 +187,6 @@ mlir::recur::lowerToLLVMIR(ModuleOp module, llvm::LLVMContext &context) {
   buildCpuLoweringPipeline(pm);
   if (failed(pm.run(module)))
     return failure();
-  stripFrontEndAttributes(module);
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, context, "recur");
   if (!llvmModule)

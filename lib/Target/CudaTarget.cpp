@@ -6,6 +6,7 @@
 
 #include "recur/Target/CudaTarget.h"
 
+#include "recur/Conversion/RecurToLoops/RecurToLoops.h"
 #include "recur/Target/CpuTarget.h"
 #include "recur/Target/Pipelines.h"
 

@@ -328,6 +328,7 @@ mlir::recur::buildLayerDesc(const LayerSignature &sig, recur_kernel_fn kernel,
   d.num_results = static_cast<int32_t>(owned->results.size());
   d.results = owned->results.data();
   d.kernel = kernel;
+  d.output_destinations = sig.outputDestinations() ? 1 : 0;
   d.workspace = workspace;
   d.backward = backward;
   d.runtime_dim_min =
@@ -524,8 +525,8 @@ std::string mlir::recur::emitLayerHeader(const LayerSignature &sig,
      << (sig.deviceKernel ? std::string("0") : workspaceSymbol(L)) << ", "
      << (sig.hasBackward ? backwardSymbol(L) : std::string("0")) << ",\n    "
      << (sig.deviceKernel ? "RECUR_DEVICE_CUDA" : "RECUR_DEVICE_CPU") << ", "
-     << (anyMin ? "recur_" + L + "_runtime_dim_min_" : std::string("0"))
-     << "};\n\n";
+     << (anyMin ? "recur_" + L + "_runtime_dim_min_" : std::string("0")) << ", "
+     << (sig.outputDestinations() ? 1 : 0) << "};\n\n";
 
   std::string in = "const recur_" + L + "_inputs *inputs",
               params = "const recur_" + L + "_params *params",

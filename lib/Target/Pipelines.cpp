@@ -38,10 +38,12 @@ void ensurePassesRegistered() {
 /// gla a thread per output column with `glaColumnThreads`), elementwise
 /// glue fused on tensors,
 /// contractions with their contiguous output dimension innermost,
-/// bufferization, the tagged loops and linalg's parallel dimensions as
-/// scf.parallel, buffers deallocated.
+/// bufferization (with `destinations`, each output computed in a
+/// destination argument of the caller's: recur-destination-outputs), the
+/// tagged loops and linalg's parallel dimensions as scf.parallel, buffers
+/// deallocated.
 std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
-                            bool glaColumnThreads) {
+                            bool glaColumnThreads, bool destinations) {
   return "convert-recur-to-loops{mark-parallel scan-group=" +
          std::to_string(scanGroup) +
          " scan-chunk=" + std::to_string(scanChunk) +
@@ -54,7 +56,8 @@ std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
          "cse,"
          "one-shot-bufferize{bufferize-function-boundaries "
          "function-boundary-type-conversion=identity-layout-map "
-         "allow-return-allocs-from-loops},"
+         "allow-return-allocs-from-loops}," +
+         (destinations ? "recur-destination-outputs," : "") +
          "convert-linalg-to-parallel-loops,"
          "func.func(recur-parallelize-loops),"
          "canonicalize,"
@@ -106,10 +109,13 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm) {
   // memref.alloca_scope (from the OpenMP conversion) is lowered with the
   // rest of memref before scf becomes cf, which it needs. Once every buffer
   // is a memref.alloc, each layer F gets F_workspace, the bound on what its
-  // buffers hold at once (recur_workspace_size).
+  // buffers hold at once (recur_workspace_size). Outputs are written into
+  // destination arguments (recur_layer_desc.output_destinations), and a
+  // linear scan across channels splits each row into about a thread's share
+  // (scan-group=0).
   static const std::string kPipeline =
-      bufferizedLoops(kDefaultScanGroup, /*scanChunk=*/0,
-                      /*glaColumnThreads=*/false) +
+      bufferizedLoops(kScanGroupByThreads, /*scanChunk=*/0,
+                      /*glaColumnThreads=*/false, /*destinations=*/true) +
       "recur-workspace-bound,"
       "convert-scf-to-openmp,"
       "expand-strided-metadata,"
@@ -120,7 +126,8 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm) {
       "convert-math-to-llvm,"
       "convert-math-to-libm,"
       "convert-to-llvm,"
-      "reconcile-unrealized-casts";
+      "reconcile-unrealized-casts,"
+      "recur-strip-front-end-attributes";
   appendPipeline(pm, kPipeline, "CPU lowering pipeline");
 }
 
@@ -139,7 +146,8 @@ void mlir::recur::buildCudaLoweringPipeline(
   // columns (coalesced). The chunked scan (scan-chunk) was slower on an
   // H200 (docs/performance.md), so it is not used.
   std::string text = bufferizedLoops(/*scanGroup=*/1, /*scanChunk=*/0,
-                                     /*glaColumnThreads=*/true) +
+                                     /*glaColumnThreads=*/true,
+                                     /*destinations=*/false) +
                      "func.func(recur-gpu-offload),"
                      "gpu-kernel-outlining,"
                      "cse,";

@@ -710,6 +710,10 @@ LogicalResult addFrozenForward(mlir::ModuleOp module, mlir::func::FuncOp f,
   b.setInsertionPointToEnd(module.getBody());
   auto frozen = cast<mlir::func::FuncOp>(b.clone(*f));
   frozen.setSymName((f.getSymName() + kFrozenSuffix).str());
+  // callKernel reads every result back, outputs included: without their
+  // roles the CPU pipeline leaves them results (recur-destination-outputs
+  // would make them destination arguments).
+  frozen.removeResAttrsAttr();
   for (mlir::Operation *op : stopsOf(frozen)) {
     unsigned pos = frozen.getNumArguments();
     if (failed(frozen.insertArgument(pos, op->getResult(0).getType(), nullptr,

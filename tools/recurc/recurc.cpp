@@ -38,11 +38,13 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/Timer.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Target/TargetMachine.h"
 
 #include <cstdlib>
+#include <optional>
 
 using namespace llvm;
 using namespace recur::frontend;
@@ -137,6 +139,12 @@ cl::list<std::string>
                      "overriding its default (repeatable); a runtime "
                      "dimension given a value becomes compile-time"),
             cl::value_desc("NAME=VALUE"), cl::cat(recurcCategory));
+
+cl::opt<bool> timePhases(
+    "time-phases",
+    cl::desc("Print how long each layer's compile phases took (lowering to "
+             "LLVM IR, LLVM's optimizer, code generation) to stderr"),
+    cl::cat(recurcCategory));
 
 int fail(const Twine &message) {
   WithColor::error(errs(), "recurc") << message << "\n";
@@ -237,9 +245,16 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
         mlir::OwningOpRef<mlir::ModuleOp>(cast<mlir::ModuleOp>(ir->clone())));
   }
 
+  TimerGroup phaseTimers("recurc", "recurc phases");
   for (auto [i, module] : llvm::enumerate(modules)) {
+    std::string what = perLayer ? signatures[i].name : std::string("module");
+    Timer lowerTimer("lower", what + ": lowering to LLVM IR", phaseTimers),
+        optTimer("opt", what + ": LLVM optimizer", phaseTimers),
+        codegenTimer("codegen", what + ": code generation", phaseTimers);
+    auto timed = [&](Timer &timer) { return timePhases ? &timer : nullptr; };
     llvm::LLVMContext llvmContext;
     FailureOr<std::unique_ptr<llvm::Module>> llvmModule = failure();
+    std::optional<TimeRegion> lowering(std::in_place, timed(lowerTimer));
     if (cuda) {
       auto lowered = mlir::recur::lowerToCuda(*module, llvmContext, *cuda,
                                               /*assemble=*/true);
@@ -248,10 +263,15 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
     } else {
       llvmModule = mlir::recur::lowerToLLVMIR(*module, llvmContext);
     }
+    lowering.reset();
     if (failed(llvmModule))
       return EXIT_FAILURE;
-    mlir::recur::optimizeModule(**llvmModule, **machine, options.optLevel);
+    {
+      TimeRegion region(timed(optTimer));
+      mlir::recur::optimizeModule(**llvmModule, **machine, options.optLevel);
+    }
     CompiledLayer layer;
+    TimeRegion codegen(timed(codegenTimer));
     if (emit == Emit::LLVM) {
       raw_svector_ostream os(layer.object);
       (*llvmModule)->print(os, nullptr);

@@ -92,8 +92,9 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "bufferization">,
     Option<"scanGroup", "scan-group", "int64_t", /*default=*/"128",
            "Channels of the last dimension one thread scans together in a "
-           "linear_scan along another dimension (1 to 4096): 128 for a CPU "
-           "core, 1 for a GPU (one channel a thread)">,
+           "linear_scan along another dimension (1 to 4096), or 0: chosen "
+           "when the kernel runs, about a thread's share of each row (the "
+           "CPU pipeline's); 1 for a GPU (one channel a thread)">,
     Option<"scanChunk", "scan-chunk", "int64_t", /*default=*/"0",
            "Run every linear_scan in chunks of this many steps (0: not): "
            "each chunk's decay product and end state on its own, the "
@@ -113,6 +114,7 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
     "::mlir::affine::AffineDialect",
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect",
     "::mlir::complex::ComplexDialect",
     "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect",
@@ -194,6 +196,55 @@ def RecurInterchangeReductions : Pass<"recur-interchange-reductions"> {
     those of the original loop order.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def RecurDestinationOutputs : Pass<"recur-destination-outputs",
+                                   "::mlir::ModuleOp"> {
+  let summary = "Write each output of a layer function into a destination "
+                "argument of the caller's instead of returning it";
+  let description = [{
+    Runs after bufferization and before buffer deallocation. For each
+    function with results whose `recur.role` is `output` (a layer's) or
+    `grad` (a derived backward's), appends one argument per such result (the result's memref type;
+    `recur.role = "destination"`, the output's `recur.name`), and the
+    output is written there instead of returned: where it was a
+    `memref.alloc` of the function's entry block (returned directly or
+    through loops and branches that update it in place), the allocation is
+    replaced by the argument, so the loops computing the output write
+    straight into it; any other buffer is copied into the argument before
+    the return. The outputs are then dropped from the results (returning an
+    argument would make the deallocation pipeline copy it). The runtime
+    passes the user's output tensor there
+    (`recur_layer_desc.output_destinations`), so an output crosses memory
+    once instead of being written to a buffer of the kernel's and copied.
+
+    ```mlir
+    func.func @F(%x: memref<?xf32>) -> (memref<?xf32> {recur.role = "output"}) {
+      %y = memref.alloc(%n) : memref<?xf32>
+      ...
+      return %y
+    }
+    // becomes
+    func.func @F(%x: memref<?xf32>,
+                 %d: memref<?xf32> {recur.role = "destination"}) {
+      ... (the loops write %d)
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
+def RecurStripFrontEndAttributes : Pass<"recur-strip-front-end-attributes",
+                                        "::mlir::ModuleOp"> {
+  let summary = "Drop the recur.* attributes of LLVM dialect functions";
+  let description = [{
+    The last step of the CPU pipeline: the front end's argument and result
+    attributes (`recur.name`, `recur.role`, ...) and the lowering's function
+    attributes (`recur.allocates_nothing`, `recur.min_sizes`) have served,
+    and LLVM has no use for them; after it, nothing of the recur dialect is
+    left in the module.
+  }];
 }
 
 def RecurWorkspaceBound : Pass<"recur-workspace-bound",

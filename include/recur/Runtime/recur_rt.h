@@ -33,7 +33,7 @@ extern "C" {
 
 /* The ABI this header describes; a layer header built for another version is
  * refused by recur_forward with RECUR_ERROR_ABI. */
-#define RECUR_ABI_VERSION 5
+#define RECUR_ABI_VERSION 6
 #define RECUR_MAX_RANK 8
 
 /*===-------------------------------------------------------------------===*
@@ -170,7 +170,8 @@ typedef struct recur_arg_desc {
 /* The kernel entry recurc generates: `in` holds, for each argument in
  * order, a memref descriptor flattened to 64-bit words: allocated pointer,
  * aligned pointer, offset, sizes[rank], strides[rank] (3 + 2 * rank words).
- * The kernel writes each result's descriptor to `out` the same way; result
+ * The kernel writes each result's descriptor to `out` the same way (the
+ * next states only, when the layer has output_destinations); result
  * buffers come from the runtime's allocator (see recur_memory_stats). */
 typedef void (*recur_kernel_fn)(int64_t *in, int64_t *out);
 
@@ -212,6 +213,18 @@ typedef struct recur_layer_desc {
    * last W positions needs W), or NULL when any size will do: a call with
    * fewer fails with RECUR_ERROR_SHAPE. */
   const int64_t *runtime_dim_min;
+  /* Nonzero (recurc --target=cpu, since ABI version 6): the forward
+   * kernel's `in` ends, after the arguments, with one memref per output in
+   * result order, the buffer the kernel writes that output into; its `out`
+   * then holds only the next states. recur_forward and recur_step pass the
+   * caller's output tensor
+   * when it is row-major and shares no memory with an argument or another
+   * output (else a buffer of their own, copied out after the kernel); so
+   * the output tensor may hold partial results when a call fails after the
+   * kernel ran (an allocation for a next state). Likewise the backward
+   * kernel's `in` ends, after the cotangents, with one memref per kernel
+   * argument receiving its gradient, and its `out` is empty. */
+  int32_t output_destinations;
 } recur_layer_desc;
 
 /*===-------------------------------------------------------------------===*

@@ -55,10 +55,6 @@ lowerToLLVMIR(ModuleOp module, llvm::LLVMContext &context);
 /// The layer functions of `module` (its defined func.func ops).
 SmallVector<std::string> layerFunctionNames(ModuleOp module);
 
-/// Drops the front end's `recur.*` argument and result attributes from the
-/// LLVM dialect functions of `module`.
-void stripFrontEndAttributes(ModuleOp module);
-
 /// For every layer F of `layers` in `llvmModule` (translated from `module`,
 /// which receives the errors): adds the packed entry `recur_F_kernel` and,
 /// with `withWorkspace`, `recur_F_workspace` around `F_workspace`; then

@@ -72,6 +72,11 @@ struct LayerSignature {
   /// --target=cuda): the descriptor says RECUR_DEVICE_CUDA (the runtime
   /// copies tensors to the device and back) and has no workspace bound.
   bool deviceKernel = false;
+
+  /// Whether the forward kernel takes a destination buffer per output after
+  /// its arguments (recur_layer_desc.output_destinations): the CPU
+  /// pipeline's recur-destination-outputs adds them; the CUDA one does not.
+  bool outputDestinations() const { return !deviceKernel; }
 };
 
 /// Reads the signature of the layer function `func` (as the front end

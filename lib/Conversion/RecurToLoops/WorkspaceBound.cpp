@@ -57,8 +57,10 @@ bool carriesBuffers(Operation *loop) {
 bool allocatesNothing(func::CallOp call) {
   auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
       call, call.getCalleeAttr());
-  if (!callee || callee.isExternal())
+  if (!callee)
     return false;
+  if (callee.isExternal())
+    return callee->hasAttr(kAllocatesNothingAttrName);
   return !callee
               .walk([](Operation *op) {
                 return isa<memref::AllocOp, memref::ReallocOp, CallOpInterface>(

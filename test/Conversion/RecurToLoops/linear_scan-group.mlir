@@ -1,11 +1,16 @@
 // RUN: recur-opt %s --convert-recur-to-loops | FileCheck %s --check-prefix=CPU
 // RUN: recur-opt %s --convert-recur-to-loops="scan-group=1" | FileCheck %s --check-prefix=GPU
 // RUN: recur-opt %s --convert-recur-to-loops="scan-group=8" | FileCheck %s --check-prefix=EIGHT
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=0" --canonicalize | FileCheck %s --check-prefix=THREADS
 
 // A scan along time of [B, T, C]: by default each thread sweeps a row of
 // 128 channels at every step, their carries in a private row; with
 // scan-group=1 (the CUDA pipeline's) each channel is scanned on its own
-// with a scalar carry, the time loop innermost.
+// with a scalar carry, the time loop innermost. With scan-group=0 (the CPU
+// pipeline's) the group is chosen when the kernel runs: the 300 channels of
+// a row split into ceil(threads / 2) parts (2 rows: the batch), each
+// rounded up to a multiple of 16 and at most 4096, so each thread streams
+// one long stretch of every row.
 
 func.func @across_channels(%a: tensor<2x?x300xf32>, %x: tensor<2x?x300xf32>)
     -> (tensor<2x?x300xf32>, tensor<2x300xf32>) {
@@ -30,3 +35,20 @@ func.func @across_channels(%a: tensor<2x?x300xf32>, %x: tensor<2x?x300xf32>)
 // EIGHT-LABEL: func.func @across_channels
 // EIGHT: arith.constant 8 : index
 // EIGHT: tensor<8xf32>
+
+// THREADS: func.func private @omp_get_max_threads() -> i32 attributes {recur.allocates_nothing}
+// THREADS-LABEL: func.func @across_channels
+// THREADS-DAG: %[[C16:.+]] = arith.constant 16 : index
+// THREADS-DAG: %[[C4096:.+]] = arith.constant 4096 : index
+// THREADS-DAG: %[[C300:.+]] = arith.constant 300 : index
+// THREADS-DAG: %[[C2:.+]] = arith.constant 2 : index
+// THREADS: %[[N:.+]] = call @omp_get_max_threads() : () -> i32
+// THREADS: %[[NI:.+]] = arith.index_cast %[[N]] : i32 to index
+// THREADS: %[[PARTS:.+]] = arith.ceildivui %[[NI]], %[[C2]] : index
+// THREADS: %[[P:.+]] = arith.maxui %[[PARTS]], %{{.+}} : index
+// THREADS: %[[G0:.+]] = arith.ceildivui %[[C300]], %[[P]] : index
+// THREADS: %[[Q:.+]] = arith.ceildivui %[[G0]], %[[C16]] : index
+// THREADS: %[[G1:.+]] = arith.muli %[[Q]], %[[C16]] : index
+// THREADS: %[[G:.+]] = arith.minui %[[G1]], %[[C4096]] : index
+// THREADS: arith.ceildivui %[[C300]], %[[G]] : index
+// THREADS: tensor<4096xf32>

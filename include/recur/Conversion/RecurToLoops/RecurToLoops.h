@@ -18,6 +18,8 @@ namespace recur {
 #define GEN_PASS_DECL_CONVERTRECURTOLOOPS
 #define GEN_PASS_DECL_RECURPARALLELIZELOOPS
 #define GEN_PASS_DECL_RECURWORKSPACEBOUND
+#define GEN_PASS_DECL_RECURDESTINATIONOUTPUTS
+#define GEN_PASS_DECL_RECURSTRIPFRONTENDATTRIBUTES
 #define GEN_PASS_DECL_RECURFUSEELEMENTWISE
 #define GEN_PASS_DECL_RECURINTERCHANGEREDUCTIONS
 #include "recur/Conversion/Passes.h.inc"
@@ -30,6 +32,21 @@ constexpr llvm::StringLiteral kWorkspaceSuffix = "_workspace";
 /// the last scans together (`convert-recur-to-loops{scan-group=N}`): rows
 /// of 128 suit a CPU core; a GPU wants one channel a thread.
 constexpr int64_t kDefaultScanGroup = 128;
+/// scan-group=0: the group chosen when the kernel runs, from the thread
+/// count (the CPU pipeline's).
+constexpr int64_t kScanGroupByThreads = 0;
+
+/// A unit attribute on an external function: calling it allocates no memory
+/// (recur-workspace-bound takes it at its word).
+constexpr llvm::StringLiteral kAllocatesNothingAttrName =
+    "recur.allocates_nothing";
+
+/// Drops the `recur.*` attributes of the LLVM dialect functions of
+/// `module` (the front end's argument and result attributes, and the
+/// lowering's function attributes): they have served (LayerSignature read
+/// them before lowering), and LLVM has no use for them.
+/// `recur-strip-front-end-attributes` as a function.
+void stripFrontEndAttributes(ModuleOp module);
 
 /// Adds the patterns that lower recur ops to scalar scf loops; `scanGroup`,
 /// `scanChunk` and `glaColumnThreads` as the pass options scan-group,

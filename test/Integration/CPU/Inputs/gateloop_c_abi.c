@@ -208,6 +208,32 @@ int main(void) {
   check(gradScale > 0 && gradErr / gradScale < 1e-4,
         "backward matches differences of the float64 loop");
 
+  /* Outputs are written into the caller's tensors (output destinations),
+   * unless they share memory with what the kernel reads: an output that is
+   * its own input (in place), and a gradient that is its own cotangent,
+   * give the same values as separate tensors. */
+  static float z[B][T][D], zref[B][T][D], g2[B][T][D];
+  recur_GateLoopMaxHeaded_forward(&in, &params, NULL, &out);
+  memcpy(zref, y, sizeof y);
+  memcpy(z, x, sizeof x);
+  recur_GateLoopMaxHeaded_inputs zin = {
+      recur_tensor_contiguous(z, RECUR_F32, 3, xs)};
+  recur_GateLoopMaxHeaded_outputs zout = {
+      recur_tensor_contiguous(z, RECUR_F32, 3, xs)};
+  check(recur_GateLoopMaxHeaded_forward(&zin, &params, NULL, &zout) ==
+                RECUR_OK &&
+            memcmp(z, zref, sizeof z) == 0,
+        "in-place forward (output = input) equals out-of-place");
+  memcpy(g2, wy, sizeof wy);
+  recur_GateLoopMaxHeaded_outputs gOut = {
+      recur_tensor_contiguous(g2, RECUR_F32, 3, xs)};
+  recur_GateLoopMaxHeaded_inputs gIn2 = {
+      recur_tensor_contiguous(g2, RECUR_F32, 3, xs)};
+  check(recur_GateLoopMaxHeaded_backward(&in, &params, NULL, &gOut, NULL, &gIn2,
+                                         NULL, NULL) == RECUR_OK &&
+            memcmp(g2, gx, sizeof gx) == 0,
+        "in-place backward (gradient = cotangent) equals out-of-place");
+
   /* Errors: each returns a status and a message, and the host goes on. */
   int64_t bad[3] = {B, T, D + 1};
   recur_GateLoopMaxHeaded_inputs badShape = {
