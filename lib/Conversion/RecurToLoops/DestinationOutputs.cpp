@@ -18,9 +18,10 @@
 
 #include "recur/Conversion/RecurToLoops/RecurToLoops.h"
 
+#include "Utility.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace mlir::recur {
@@ -42,34 +43,6 @@ SmallVector<unsigned> outputResults(func::FuncOp func) {
         role && (role.getValue() == "output" || role.getValue() == "grad"))
       outputs.push_back(i);
   return outputs;
-}
-
-/// The buffer `value` is, looking through the results of scf.for loops that
-/// carry a buffer unchanged (each iteration yields its iteration argument,
-/// as bufferized loops that update a tensor in place do) to their inits,
-/// and through scf.if results that both branches yield the same buffer for.
-Value throughControlFlow(Value value) {
-  while (auto result = dyn_cast<OpResult>(value)) {
-    unsigned k = result.getResultNumber();
-    if (auto loop = dyn_cast<scf::ForOp>(result.getOwner())) {
-      Value yielded = loop.getBody()->getTerminator()->getOperand(k);
-      if (throughControlFlow(yielded) != loop.getRegionIterArgs()[k])
-        break;
-      value = loop.getInitArgs()[k];
-      continue;
-    }
-    if (auto branch = dyn_cast<scf::IfOp>(result.getOwner())) {
-      if (branch.getElseRegion().empty())
-        break;
-      Value then = throughControlFlow(branch.thenYield().getOperand(k));
-      if (then != throughControlFlow(branch.elseYield().getOperand(k)))
-        break;
-      value = then;
-      continue;
-    }
-    break;
-  }
-  return value;
 }
 
 LogicalResult addDestinations(func::FuncOp func) {
@@ -102,7 +75,7 @@ LogicalResult addDestinations(func::FuncOp func) {
   for (auto [k, i] : llvm::enumerate(outputs)) {
     Value result = ret.getOperand(i);
     BlockArgument dest = func.getArgument(first + k);
-    auto alloc = throughControlFlow(result).getDefiningOp<memref::AllocOp>();
+    auto alloc = loops::inPlaceSource(result).getDefiningOp<memref::AllocOp>();
     if (alloc && alloc->getBlock() == &body &&
         alloc.getType() == dest.getType()) {
       alloc.replaceAllUsesWith(dest);

@@ -31,34 +31,6 @@ using namespace mlir::recur;
 
 namespace {
 
-/// The buffer `value` is, looking through the results of scf.for loops
-/// that yield their iteration argument back (sequential loops inside the
-/// nest that update a buffer in place) and of scf.if ops whose branches
-/// both yield the same buffer (a conditional in-place update).
-Value inPlaceSource(Value value) {
-  while (auto result = dyn_cast<OpResult>(value)) {
-    unsigned i = result.getResultNumber();
-    if (auto loop = dyn_cast<scf::ForOp>(result.getOwner())) {
-      auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
-      if (inPlaceSource(yield.getOperand(i)) != loop.getRegionIterArgs()[i])
-        break;
-      value = loop.getInitArgs()[i];
-      continue;
-    }
-    if (auto branch = dyn_cast<scf::IfOp>(result.getOwner())) {
-      if (branch.getElseRegion().empty())
-        break;
-      Value source = inPlaceSource(branch.thenYield().getOperand(i));
-      if (source != inPlaceSource(branch.elseYield().getOperand(i)))
-        break;
-      value = source;
-      continue;
-    }
-    break;
-  }
-  return value;
-}
-
 /// Whether `value` is computed from the induction variable of `loop`.
 bool dependsOnIv(Value value, scf::ForOp loop) {
   if (value == loop.getInductionVar())
@@ -210,7 +182,7 @@ bool writesInPlace(scf::ForOp loop) {
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
   for (auto [arg, yielded] :
        llvm::zip_equal(loop.getRegionIterArgs(), yield.getOperands()))
-    if (!isa<MemRefType>(arg.getType()) || inPlaceSource(yielded) != arg ||
+    if (!isa<MemRefType>(arg.getType()) || loops::inPlaceSource(yielded) != arg ||
         !writesOwnElements(arg, loop, /*indexed=*/false))
       return false;
   return capturedWritesOwnElements(loop);

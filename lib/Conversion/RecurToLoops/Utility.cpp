@@ -226,3 +226,27 @@ SmallVector<Value> loops::inlineBlock(OpBuilder &b, Block &block,
     yielded.push_back(map.lookupOrDefault(v));
   return yielded;
 }
+
+Value loops::inPlaceSource(Value value) {
+  while (auto result = dyn_cast<OpResult>(value)) {
+    unsigned i = result.getResultNumber();
+    if (auto loop = dyn_cast<scf::ForOp>(result.getOwner())) {
+      auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+      if (inPlaceSource(yield.getOperand(i)) != loop.getRegionIterArgs()[i])
+        break;
+      value = loop.getInitArgs()[i];
+      continue;
+    }
+    if (auto branch = dyn_cast<scf::IfOp>(result.getOwner())) {
+      if (branch.getElseRegion().empty())
+        break;
+      Value source = inPlaceSource(branch.thenYield().getOperand(i));
+      if (source != inPlaceSource(branch.elseYield().getOperand(i)))
+        break;
+      value = source;
+      continue;
+    }
+    break;
+  }
+  return value;
+}

@@ -103,6 +103,12 @@ Value attentionScale(OpBuilder &b, Location loc, Type elem,
 SmallVector<Value> buildLoop(OpBuilder &b, Location loc, Value lb, Value ub,
                              ValueRange iterArgs, LoopBody body);
 
+/// The buffer `value` is, looking through the results of scf.for loops
+/// that yield their iteration argument back (loops that update a buffer in
+/// place, as bufferization leaves them) and of scf.if ops whose branches
+/// both yield the same buffer (a conditional in-place update).
+Value inPlaceSource(Value value);
+
 /// The unit attribute that tags a loop of independent iterations: each one
 /// reads the operands and writes only its own elements of the results.
 inline constexpr llvm::StringLiteral kParallelAttrName = "recur.parallel";
