@@ -182,7 +182,8 @@ bool writesInPlace(scf::ForOp loop) {
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
   for (auto [arg, yielded] :
        llvm::zip_equal(loop.getRegionIterArgs(), yield.getOperands()))
-    if (!isa<MemRefType>(arg.getType()) || loops::inPlaceSource(yielded) != arg ||
+    if (!isa<MemRefType>(arg.getType()) ||
+        loops::inPlaceSource(yielded) != arg ||
         !writesOwnElements(arg, loop, /*indexed=*/false))
       return false;
   return capturedWritesOwnElements(loop);
