@@ -50,6 +50,20 @@ struct MemRef {
   }
 };
 
+/// Copies kernel result `ref` (of `desc`) into the user's tensor `out`,
+/// unless the kernel wrote it there (the tensor was its destination).
+void copyResult(const recur_arg_desc &desc, const MemRef &ref,
+                const recur_tensor &out) {
+  if (ref.first(desc.dtype) == out.data &&
+      isRowMajor(ref.rank, ref.sizes, ref.strides) &&
+      isRowMajor(out.rank, out.shape, out.strides))
+    return;
+  copyView(
+      {ref.first(desc.dtype), desc.dtype, ref.rank, ref.sizes, ref.strides},
+      {static_cast<char *>(out.data), out.dtype, out.rank, out.shape,
+       out.strides});
+}
+
 /// Writes `ref` as descriptor words at `words`, advancing it.
 void putMemRef(int64_t *&words, const MemRef &ref) {
   words[0] = static_cast<int64_t>(reinterpret_cast<intptr_t>(ref.allocated));
@@ -675,17 +689,7 @@ void Call::copyOutputs() const {
     const recur_arg_desc &desc = layer->results[i];
     if (desc.role != RECUR_ROLE_OUTPUT)
       continue;
-    const MemRef &ref = results[i];
-    const recur_tensor &out = outputs[desc.index];
-    // Written in place (the user's tensor was the kernel's destination).
-    if (ref.first(desc.dtype) == out.data &&
-        isRowMajor(ref.rank, ref.sizes, ref.strides) &&
-        isRowMajor(out.rank, out.shape, out.strides))
-      continue;
-    copyView(
-        {ref.first(desc.dtype), desc.dtype, ref.rank, ref.sizes, ref.strides},
-        {static_cast<char *>(out.data), out.dtype, out.rank, out.shape,
-         out.strides});
+    copyResult(desc, results[i], outputs[desc.index]);
   }
 }
 
@@ -808,20 +812,8 @@ recur_status Call::unpackGrads(const std::vector<int64_t> &words) {
 void Call::copyGrads() const {
   for (int32_t i = 0; i < layer->num_args; ++i) {
     const recur_arg_desc &desc = layer->args[i];
-    const recur_tensor *wanted = gradTensor(desc);
-    if (!wanted)
-      continue;
-    const recur_tensor &out = *wanted;
-    const MemRef &ref = results[i];
-    // Written in place (the caller's tensor was the kernel's destination).
-    if (ref.first(desc.dtype) == out.data &&
-        isRowMajor(ref.rank, ref.sizes, ref.strides) &&
-        isRowMajor(out.rank, out.shape, out.strides))
-      continue;
-    copyView(
-        {ref.first(desc.dtype), desc.dtype, ref.rank, ref.sizes, ref.strides},
-        {static_cast<char *>(out.data), out.dtype, out.rank, out.shape,
-         out.strides});
+    if (const recur_tensor *wanted = gradTensor(desc))
+      copyResult(desc, results[i], *wanted);
   }
 }
 

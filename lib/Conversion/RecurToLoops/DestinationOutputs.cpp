@@ -80,12 +80,10 @@ LogicalResult addDestinations(func::FuncOp func) {
         alloc.getType() == dest.getType()) {
       alloc.replaceAllUsesWith(dest);
       alloc.erase();
-      ret.setOperand(i, dest);
       continue;
     }
     OpBuilder rb(ret);
     memref::CopyOp::create(rb, ret.getLoc(), result, dest);
-    ret.setOperand(i, dest);
   }
   // The outputs are no longer results: a returned argument would be copied
   // by the deallocation pipeline (a public function's results are owned by
