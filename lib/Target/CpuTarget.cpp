@@ -181,10 +181,11 @@ LogicalResult mlir::recur::exportLayerEntries(ModuleOp module,
 }
 
 FailureOr<std::unique_ptr<llvm::Module>>
-mlir::recur::lowerToLLVMIR(ModuleOp module, llvm::LLVMContext &context) {
+mlir::recur::lowerToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
+                           const CpuPipelineOptions &options) {
   SmallVector<std::string> layers = layerFunctionNames(module);
   PassManager pm(module->getContext());
-  buildCpuLoweringPipeline(pm);
+  buildCpuLoweringPipeline(pm, options);
   if (failed(pm.run(module)))
     return failure();
   std::unique_ptr<llvm::Module> llvmModule =

@@ -34,7 +34,8 @@ void ensurePassesRegistered() {
 
 /// The CPU and CUDA pipelines' common start: recur to loops (those of
 /// independent iterations tagged; a linear scan across channels in groups
-/// of `scanGroup` a thread, or in chunks of `scanChunk` steps; a recurrent
+/// of `scanGroup` a thread, or in chunks of `scanChunk` steps, an output of
+/// `streamStoreBytes` or more in vectors for recur-stream-stores; a recurrent
 /// gla a thread per output column with `glaColumnThreads`), elementwise
 /// glue fused on tensors,
 /// contractions with their contiguous output dimension innermost,
@@ -43,10 +44,12 @@ void ensurePassesRegistered() {
 /// tagged loops and linalg's parallel dimensions as scf.parallel, buffers
 /// deallocated.
 std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
-                            bool glaColumnThreads, bool destinations) {
+                            int64_t streamStoreBytes, bool glaColumnThreads,
+                            bool destinations) {
   return "convert-recur-to-loops{mark-parallel scan-group=" +
          std::to_string(scanGroup) +
          " scan-chunk=" + std::to_string(scanChunk) +
+         " stream-store-bytes=" + std::to_string(streamStoreBytes) +
          " gla-column-threads=" + (glaColumnThreads ? "true" : "false") +
          "},"
          "canonicalize,"
@@ -99,7 +102,8 @@ void mlir::recur::buildReferenceLoweringPipeline(OpPassManager &pm) {
   appendPipeline(pm, kPipeline, "reference lowering pipeline");
 }
 
-void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm) {
+void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
+                                           const CpuPipelineOptions &options) {
   // The reference lowering with the loops of independent iterations (tagged
   // by RecurToLoops, and the parallel dimensions of linalg glue) run as
   // OpenMP worksharing loops, elementwise glue fused on tensors first
@@ -112,10 +116,13 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm) {
   // buffers hold at once (recur_workspace_size). Outputs are written into
   // destination arguments (recur_layer_desc.output_destinations), and a
   // linear scan across channels splits each row into about a thread's share
-  // (scan-group=0).
-  static const std::string kPipeline =
+  // (scan-group=0) and writes an output larger than the last-level cache
+  // around it (recur-stream-stores).
+  std::string text =
       bufferizedLoops(kScanGroupByThreads, /*scanChunk=*/0,
+                      options.streamStoreBytes,
                       /*glaColumnThreads=*/false, /*destinations=*/true) +
+      "recur-stream-stores,"
       "recur-workspace-bound,"
       "convert-scf-to-openmp,"
       "expand-strided-metadata,"
@@ -128,7 +135,7 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm) {
       "convert-to-llvm,"
       "reconcile-unrealized-casts,"
       "recur-strip-front-end-attributes";
-  appendPipeline(pm, kPipeline, "CPU lowering pipeline");
+  appendPipeline(pm, text, "CPU lowering pipeline");
 }
 
 void mlir::recur::buildCudaLoweringPipeline(
@@ -146,6 +153,7 @@ void mlir::recur::buildCudaLoweringPipeline(
   // columns (coalesced). The chunked scan (scan-chunk) was slower on an
   // H200 (docs/performance.md), so it is not used.
   std::string text = bufferizedLoops(/*scanGroup=*/1, /*scanChunk=*/0,
+                                     /*streamStoreBytes=*/0,
                                      /*glaColumnThreads=*/true,
                                      /*destinations=*/false) +
                      "func.func(recur-gpu-offload),"
@@ -186,7 +194,7 @@ void mlir::recur::registerRecurPipelines() {
       "recur-cpu-to-llvm",
       "Lower recur to the LLVM dialect for the CPU: parallel loops on "
       "OpenMP, buffers from librecur_rt",
-      buildCpuLoweringPipeline);
+      [](OpPassManager &pm) { buildCpuLoweringPipeline(pm); });
   PassPipelineRegistration<>(
       "recur-cuda-to-llvm",
       "Lower recur to the LLVM dialect for CUDA (sm_90): parallel loops as "

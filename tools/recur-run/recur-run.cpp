@@ -105,6 +105,14 @@ cl::opt<int64_t>
     glaChunk("gla-chunk",
              cl::desc("Run every chunked gla with chunks of this many steps"),
              cl::value_desc("steps"), cl::init(0), cl::cat(runCategory));
+cl::opt<uint64_t> streamStoreBytes(
+    "stream-store-bytes",
+    cl::desc("A linear scan of f32 or f64 across channels whose output holds "
+             "at least this many bytes writes it with non-temporal stores "
+             "(default 33554432, 32 MiB; 0: never; CPU only): 1 tests that "
+             "form at small sizes"),
+    cl::value_desc("bytes"), cl::init(mlir::recur::kDefaultStreamStoreBytes),
+    cl::cat(runCategory));
 cl::opt<bool> promoteF64("f64",
                          cl::desc("Compile the layer in double precision "
                                   "(every float tensor f64, complex c128)"),
@@ -1184,7 +1192,10 @@ int main(int argc, char **argv) {
     if (succeeded(gpu))
       llvmModule = std::move(gpu->host);
   } else {
-    llvmModule = mlir::recur::lowerToLLVMIR(*lowered, *llvmContext);
+    mlir::recur::CpuPipelineOptions options;
+    options.streamStoreBytes =
+        static_cast<int64_t>(std::min<uint64_t>(streamStoreBytes, INT64_MAX));
+    llvmModule = mlir::recur::lowerToLLVMIR(*lowered, *llvmContext, options);
   }
   if (failed(llvmModule))
     return EXIT_FAILURE;

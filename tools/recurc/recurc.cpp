@@ -108,6 +108,14 @@ cl::opt<bool> backwardKeepStates(
              "a gla instead of the states at chunk boundaries (recomputing "
              "each chunk): more memory, less compute"),
     cl::cat(recurcCategory));
+cl::opt<uint64_t> streamStoreBytes(
+    "stream-store-bytes",
+    cl::desc("A linear scan of f32 or f64 across channels whose output holds "
+             "at least this many bytes writes it with non-temporal stores, "
+             "around the cache (default 33554432, 32 MiB; 0: never; CPU "
+             "only)"),
+    cl::value_desc("bytes"), cl::init(mlir::recur::kDefaultStreamStoreBytes),
+    cl::cat(recurcCategory));
 cl::opt<bool> promoteF64("f64",
                          cl::desc("Compile every float tensor as f64 and "
                                   "every complex one as c128 (the layer in "
@@ -261,7 +269,10 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
       if (succeeded(lowered))
         llvmModule = std::move(lowered->host);
     } else {
-      llvmModule = mlir::recur::lowerToLLVMIR(*module, llvmContext);
+      mlir::recur::CpuPipelineOptions options;
+      options.streamStoreBytes =
+          static_cast<int64_t>(std::min<uint64_t>(streamStoreBytes, INT64_MAX));
+      llvmModule = mlir::recur::lowerToLLVMIR(*module, llvmContext, options);
     }
     lowering.reset();
     if (failed(llvmModule))

@@ -103,6 +103,13 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "where few sequences must fill it (no pipeline uses it yet: "
            "slower than a thread per channel for 16 x 1024 channels on an "
            "H200)">,
+    Option<"streamStoreBytes", "stream-store-bytes", "int64_t",
+           /*default=*/"0",
+           "A linear_scan of f32 or f64 in groups (see scan-group) whose "
+           "output holds at least this many bytes (0: none) sweeps each row "
+           "in vectors of 256 bits and tags its time loop "
+           "`recur.stream_stores`, for `recur-stream-stores` to write the "
+           "output around the cache; smaller outputs keep the scalar loops">,
     Option<"glaColumnThreads", "gla-column-threads", "bool",
            /*default=*/"false",
            "Lower a recurrent gla with its output columns independent too "
@@ -118,7 +125,8 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
     "::mlir::complex::ComplexDialect",
     "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect",
-    "::mlir::tensor::TensorDialect"
+    "::mlir::tensor::TensorDialect",
+    "::mlir::vector::VectorDialect"
   ];
 }
 
@@ -233,6 +241,53 @@ def RecurDestinationOutputs : Pass<"recur-destination-outputs",
     ```
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
+def RecurStreamStores : Pass<"recur-stream-stores", "::mlir::ModuleOp"> {
+  let summary = "Write the output of loops tagged recur.stream_stores around "
+                "the cache";
+  let description = [{
+    Runs after bufferization. In each `scf.for` tagged `recur.stream_stores`
+    (a linear_scan's time loop whose output is larger than the last-level
+    cache, see convert-recur-to-loops' stream-store-bytes), the in-bounds
+    1-D `vector.transfer_read` / `vector.transfer_write` ops on memrefs
+    become `vector.load` / `vector.store`, and every store whose indices
+    depend on the tagged loop's induction variable (each element written
+    once, the output) becomes non-temporal: it goes to memory without
+    first reading the line into the cache (a third of a scan's traffic)
+    and without evicting what is reused (the carry row, whose store does
+    not depend on the time step). A store at an address aligned to its
+    vector's size is emitted as such (`vmovntps`); one that is not keeps
+    the element's alignment (LLVM writes it as 8-byte non-temporal
+    stores). Non-temporal stores are weakly ordered, so a sequentially
+    consistent fence follows the loop, before its thread reaches the end of
+    its parallel loop. The tag is removed.
+
+    ```mlir
+    scf.for %t = ... {                          // recur.stream_stores
+      scf.for %j = %c0 to %n step %c8 {
+        %h = ...
+        vector.transfer_write %h, %out[%t, %j] {in_bounds = [true]}
+        vector.transfer_write %h, %carry[%j] {in_bounds = [true]}
+      }
+    }
+    // becomes
+    scf.for %t = ... {
+      scf.for %j = %c0 to %n step %c8 {
+        scf.if %aligned {
+          vector.store %h, %out[%t, %j] {alignment = 32, nontemporal = true}
+        } else {
+          vector.store %h, %out[%t, %j] {nontemporal = true}
+        }
+        vector.store %h, %carry[%j]
+      }
+    }
+    llvm.fence seq_cst
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 def RecurStripFrontEndAttributes : Pass<"recur-strip-front-end-attributes",

@@ -12,6 +12,8 @@
 #ifndef RECUR_TARGET_CPUTARGET_H
 #define RECUR_TARGET_CPUTARGET_H
 
+#include "recur/Target/Pipelines.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/Support/Error.h"
@@ -50,7 +52,8 @@ void registerCpuTranslations(DialectRegistry &registry);
 /// int64_t *out)` and gives F itself internal linkage. Errors are reported
 /// through the context's diagnostics.
 FailureOr<std::unique_ptr<llvm::Module>>
-lowerToLLVMIR(ModuleOp module, llvm::LLVMContext &context);
+lowerToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
+              const CpuPipelineOptions &options = {});
 
 /// The layer functions of `module` (its defined func.func ops).
 SmallVector<std::string> layerFunctionNames(ModuleOp module);

@@ -7,6 +7,8 @@
 #ifndef RECUR_TARGET_PIPELINES_H
 #define RECUR_TARGET_PIPELINES_H
 
+#include "recur/Conversion/RecurToLoops/RecurToLoops.h"
+
 #include "mlir/Support/LLVM.h"
 
 #include <string>
@@ -23,11 +25,21 @@ namespace recur {
 /// correctness reference, not a fast path.
 void buildReferenceLoweringPipeline(OpPassManager &pm);
 
+/// What the CPU pipeline's choices depend on.
+struct CpuPipelineOptions {
+  /// A linear scan (f32, f64) across channels whose output holds at least
+  /// this many bytes writes it around the cache (0: none); recurc's and
+  /// recur-run's --stream-store-bytes.
+  int64_t streamStoreBytes = kDefaultStreamStoreBytes;
+};
+
 /// recur (with linalg/arith/math/complex glue) to the LLVM dialect for the
 /// CPU backend: the RecurToLoops loops with independent iterations and the
 /// parallel dimensions of linalg glue on OpenMP, buffers allocated through
-/// librecur_rt. Registered as `recur-cpu-to-llvm`.
-void buildCpuLoweringPipeline(OpPassManager &pm);
+/// librecur_rt. Registered as `recur-cpu-to-llvm` (with the default
+/// options).
+void buildCpuLoweringPipeline(OpPassManager &pm,
+                              const CpuPipelineOptions &options = {});
 
 /// What the CUDA pipeline compiles the device code for.
 struct CudaPipelineOptions {

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -42,6 +43,17 @@ bool dependsOnIv(Value value, scf::ForOp loop) {
                       [&](Value v) { return dependsOnIv(v, loop); });
 }
 
+/// The buffer and indices of a store of one element or of one vector.
+std::optional<std::pair<Value, ValueRange>> storeInto(Operation *op) {
+  if (auto store = dyn_cast<memref::StoreOp>(op))
+    return std::make_pair(store.getMemRef(), store.getIndices());
+  if (auto store = dyn_cast<vector::TransferWriteOp>(op))
+    return std::make_pair(store.getBase(), store.getIndices());
+  if (auto store = dyn_cast<vector::StoreOp>(op))
+    return std::make_pair(store.getBase(), store.getIndices());
+  return std::nullopt;
+}
+
 /// Whether every write into `buffer` (directly, through views, or through
 /// the iteration arguments of loops nested in `loop`) lands at a position
 /// computed from `loop`'s induction variable, so that two iterations never
@@ -51,9 +63,9 @@ bool dependsOnIv(Value value, scf::ForOp loop) {
 bool writesOwnElements(Value buffer, scf::ForOp loop, bool indexed) {
   for (OpOperand &use : buffer.getUses()) {
     Operation *user = use.getOwner();
-    if (auto store = dyn_cast<memref::StoreOp>(user)) {
-      if (store.getMemRef() == buffer && !indexed &&
-          llvm::none_of(store.getIndices(),
+    if (std::optional<std::pair<Value, ValueRange>> store = storeInto(user)) {
+      if (store->first == buffer && !indexed &&
+          llvm::none_of(store->second,
                         [&](Value i) { return dependsOnIv(i, loop); }))
         return false;
       continue;
@@ -71,6 +83,14 @@ bool writesOwnElements(Value buffer, scf::ForOp loop, bool indexed) {
       unsigned i = use.getOperandNumber() - inner.getNumControlOperands();
       if (!writesOwnElements(inner.getRegionIterArgs()[i], loop, indexed) ||
           !writesOwnElements(inner.getResult(i), loop, indexed))
+        return false;
+      continue;
+    }
+    // A branch's results are the buffer too.
+    if (auto branch = dyn_cast<scf::IfOp>(user->getParentOp());
+        branch && isa<scf::YieldOp>(user)) {
+      if (!writesOwnElements(branch.getResult(use.getOperandNumber()), loop,
+                             indexed))
         return false;
       continue;
     }
@@ -154,8 +174,8 @@ bool capturedWritesOwnElements(scf::ForOp loop) {
           !hasEffect<MemoryEffects::Write>(op, operand))
         continue;
       bool placed = false;
-      if (auto store = dyn_cast<memref::StoreOp>(op))
-        placed = llvm::any_of(store.getIndices(),
+      if (std::optional<std::pair<Value, ValueRange>> store = storeInto(op))
+        placed = llvm::any_of(store->second,
                               [&](Value i) { return dependsOnIv(i, loop); });
       bool shared = false;
       llvm::DenseSet<std::pair<Value, unsigned>> seen;

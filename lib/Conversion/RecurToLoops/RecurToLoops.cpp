@@ -24,6 +24,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -50,7 +51,7 @@ struct ConvertRecurToLoopsPass
     target.addIllegalDialect<RecurDialect>();
     RewritePatternSet patterns(&getContext());
     populateRecurToLoopsPatterns(patterns, scanGroup, scanChunk,
-                                 glaColumnThreads);
+                                 streamStoreBytes, glaColumnThreads);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
@@ -67,8 +68,10 @@ struct ConvertRecurToLoopsPass
 void mlir::recur::populateRecurToLoopsPatterns(RewritePatternSet &patterns,
                                                int64_t scanGroup,
                                                int64_t scanChunk,
+                                               int64_t streamStoreBytes,
                                                bool glaColumnThreads) {
-  loops::populateScanPatterns(patterns, scanGroup, scanChunk, glaColumnThreads);
+  loops::populateScanPatterns(patterns, scanGroup, scanChunk, streamStoreBytes,
+                              glaColumnThreads);
   loops::populateGatePatterns(patterns);
   loops::populateAttentionPatterns(patterns);
   loops::populateBlockPatterns(patterns);

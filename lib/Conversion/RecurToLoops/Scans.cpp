@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 
@@ -92,16 +93,46 @@ Value maxThreads(OpBuilder &b, Location loc, Operation *inside) {
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), count);
 }
 
+/// The lanes of the vectors a streaming scan row goes in: 256 bits (AVX2).
+int64_t streamLanes(Type elem) { return 256 / elem.getIntOrFloatBitWidth(); }
+
+/// Whether the tensor of `sizes` with elements of `elem` holds at least
+/// `bytes` bytes (an i1).
+Value atLeastBytes(OpBuilder &b, Location loc, ArrayRef<Value> sizes, Type elem,
+                   int64_t bytes) {
+  Value count = indexConst(b, loc, 1);
+  for (Value size : sizes)
+    count = arith::MulIOp::create(b, loc, count, size);
+  Value threshold = indexConst(
+      b, loc, llvm::divideCeil(bytes, elementBytes(elem).value_or(1)));
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, count,
+                               threshold);
+}
+
 struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
-  LinearScanToLoops(MLIRContext *context, int64_t scanGroup, int64_t scanChunk)
+  LinearScanToLoops(MLIRContext *context, int64_t scanGroup, int64_t scanChunk,
+                    int64_t streamStoreBytes)
       : OpRewritePattern(context),
         scanGroup(scanGroup == kScanGroupByThreads
                       ? kScanGroupByThreads
                       : std::clamp<int64_t>(scanGroup, 1, kMaxScanGroup)),
-        scanChunk(std::max<int64_t>(scanChunk, 0)) {}
+        scanChunk(std::max<int64_t>(scanChunk, 0)),
+        streamStoreBytes(std::max<int64_t>(streamStoreBytes, 0)) {}
   int64_t scanGroup;
   /// Steps per chunk of the chunked form (0: none).
   int64_t scanChunk;
+  /// The output size from which a scan in groups writes its output around
+  /// the cache (0: never).
+  int64_t streamStoreBytes;
+
+  /// Whether `op`, scanned in groups, gets the streaming form when its
+  /// output is at least streamStoreBytes: each row in vectors, the time
+  /// loop tagged kStreamStoresAttrName. f32 and f64 only: the vector
+  /// dialect has no complex vectors.
+  bool streams(LinearScanOp op) const {
+    Type elem = getElementTypeOrSelf(op.getH());
+    return streamStoreBytes > 0 && (elem.isF32() || elem.isF64());
+  }
 
   LogicalResult matchAndRewrite(LinearScanOp op,
                                 PatternRewriter &rewriter) const override {
@@ -199,25 +230,98 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
                         return carryInit(cb, cl, channel(cb, cl, j));
                       });
           Value zero = indexConst(b, l, 0);
-          SmallVector<Value> time = buildLoop(
-              b, l, zero, length, ValueRange{args[0], carry},
-              [&](OpBuilder &tb, Location tl, ValueRange t, ValueRange iter) {
-                Value pos = stepPosition(tb, tl, t[0], length, op.getReverse());
-                return buildLoop(tb, tl, zero, n, iter,
-                                 [&](OpBuilder &cb, Location cl, ValueRange j,
-                                     ValueRange row) {
-                                   SmallVector<Value> idx = withTimeIndex(
-                                       channel(cb, cl, j[0]), axis, pos);
-                                   Value at = aAt(cb, cl, idx);
-                                   Value carry = extractAt(cb, cl, row[1], j);
-                                   Value bt = extractAt(cb, cl, op.getB(), idx);
-                                   Value h =
-                                       add(cb, cl, mul(cb, cl, at, carry), bt);
-                                   return SmallVector<Value>{
-                                       insertAt(cb, cl, h, row[0], idx),
-                                       insertAt(cb, cl, h, row[1], j)};
-                                 });
-              });
+          // Channels [from, n) of the row at step `pos`, one at a time.
+          auto scalarRow = [&](OpBuilder &tb, Location tl, Value pos,
+                               Value from, ValueRange iter) {
+            return buildLoop(
+                tb, tl, from, n, iter,
+                [&](OpBuilder &cb, Location cl, ValueRange j, ValueRange row) {
+                  SmallVector<Value> idx =
+                      withTimeIndex(channel(cb, cl, j[0]), axis, pos);
+                  Value at = aAt(cb, cl, idx);
+                  Value carry = extractAt(cb, cl, row[1], j);
+                  Value bt = extractAt(cb, cl, op.getB(), idx);
+                  Value h = add(cb, cl, mul(cb, cl, at, carry), bt);
+                  return SmallVector<Value>{insertAt(cb, cl, h, row[0], idx),
+                                            insertAt(cb, cl, h, row[1], j)};
+                });
+          };
+          // Channels [0, end) of the row at step `pos` in vectors, end the
+          // largest multiple of the vector's lanes up to n: the same
+          // arithmetic as scalarRow, so the same bits.
+          auto vectorRow = [&](OpBuilder &tb, Location tl, Value pos,
+                               ValueRange iter) {
+            auto vecType = VectorType::get({streamLanes(elem)}, elem);
+            Value lanes = indexConst(tb, tl, streamLanes(elem));
+            Value end = arith::SubIOp::create(
+                tb, tl, n, arith::RemUIOp::create(tb, tl, n, lanes));
+            auto loop = scf::ForOp::create(
+                tb, tl, zero, end, lanes, iter,
+                [&](OpBuilder &cb, Location cl, Value j, ValueRange row) {
+                  SmallVector<Value> idx =
+                      withTimeIndex(channel(cb, cl, j), axis, pos);
+                  auto read = [&](Value tensor, ValueRange at) -> Value {
+                    return vector::TransferReadOp::create(
+                        cb, cl, vecType, tensor, at,
+                        /*padding=*/std::nullopt, ArrayRef<bool>{true});
+                  };
+                  // A transition without the channel dimension is one
+                  // scalar for the row.
+                  Value at = aRank == rank
+                                 ? read(op.getA(), idx)
+                                 : vector::BroadcastOp::create(
+                                       cb, cl, vecType, aAt(cb, cl, idx));
+                  Value carry = read(row[1], ValueRange{j});
+                  Value bt = read(op.getB(), idx);
+                  Value h = arith::AddFOp::create(
+                      cb, cl, arith::MulFOp::create(cb, cl, at, carry), bt);
+                  auto write = [&](Value tensor, ValueRange at) -> Value {
+                    return vector::TransferWriteOp::create(
+                               cb, cl, h, tensor, at, ArrayRef<bool>{true})
+                        .getResult();
+                  };
+                  scf::YieldOp::create(
+                      cb, cl,
+                      ValueRange{write(row[0], idx), write(row[1], {j})});
+                });
+            return std::make_pair(end, SmallVector<Value>(loop.getResults()));
+          };
+          auto timeLoop = [&](OpBuilder &tb, Location tl, ValueRange init,
+                              bool streaming) {
+            SmallVector<Value> results =
+                buildLoop(tb, tl, zero, length, init,
+                          [&](OpBuilder &sb, Location sl, ValueRange t,
+                              ValueRange iter) -> SmallVector<Value> {
+                            Value pos = stepPosition(sb, sl, t[0], length,
+                                                     op.getReverse());
+                            if (!streaming)
+                              return scalarRow(sb, sl, pos, zero, iter);
+                            auto [end, rowIter] = vectorRow(sb, sl, pos, iter);
+                            return scalarRow(sb, sl, pos, end, rowIter);
+                          });
+            if (streaming)
+              results[0].getDefiningOp()->setAttr(kStreamStoresAttrName,
+                                                  tb.getUnitAttr());
+            return results;
+          };
+          SmallVector<Value> time;
+          if (!streams(op)) {
+            time = timeLoop(b, l, ValueRange{args[0], carry}, false);
+          } else {
+            // Outputs of at least streamStoreBytes: around the cache.
+            Value big = atLeastBytes(b, l, sizes, elem, streamStoreBytes);
+            auto branch = scf::IfOp::create(
+                b, l, TypeRange{args[0].getType(), carry.getType()}, big,
+                /*withElseRegion=*/true);
+            for (bool streaming : {true, false}) {
+              Block &block = streaming ? branch.getThenRegion().front()
+                                       : branch.getElseRegion().front();
+              OpBuilder ib = OpBuilder::atBlockEnd(&block);
+              scf::YieldOp::create(
+                  ib, l, timeLoop(ib, l, {args[0], carry}, streaming));
+            }
+            time = SmallVector<Value>(branch.getResults());
+          }
           Value last = buildLoop(
               b, l, zero, n, args[1],
               [&](OpBuilder &cb, Location cl, ValueRange j, ValueRange acc) {
@@ -1391,8 +1495,10 @@ struct GatedLinearAttentionGradToLoops
 void mlir::recur::loops::populateScanPatterns(RewritePatternSet &patterns,
                                               int64_t scanGroup,
                                               int64_t scanChunk,
+                                              int64_t streamStoreBytes,
                                               bool glaColumnThreads) {
-  patterns.add<LinearScanToLoops>(patterns.getContext(), scanGroup, scanChunk);
+  patterns.add<LinearScanToLoops>(patterns.getContext(), scanGroup, scanChunk,
+                                  streamStoreBytes);
   patterns.add<GatedLinearAttentionToLoops>(patterns.getContext(),
                                             glaColumnThreads);
   patterns.add<ScanToLoops, GatedLinearAttentionGradToLoops>(

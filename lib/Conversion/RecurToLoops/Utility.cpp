@@ -64,6 +64,18 @@ Value loops::privateScratch(OpBuilder &b, Location loc, RankedTensorType type,
                                               dynamicSizes(type, sizes));
 }
 
+std::optional<int64_t> loops::elementBytes(Type type) {
+  if (auto complex = dyn_cast<ComplexType>(type)) {
+    std::optional<int64_t> part = elementBytes(complex.getElementType());
+    return part ? std::optional<int64_t>(2 * *part) : std::nullopt;
+  }
+  if (isa<IndexType>(type))
+    return 8;
+  if (type.isIntOrFloat())
+    return llvm::divideCeil(type.getIntOrFloatBitWidth(), 8);
+  return std::nullopt;
+}
+
 SmallVector<Value> loops::concatIndices(ValueRange a, ValueRange b) {
   SmallVector<Value> idx(a);
   llvm::append_range(idx, b);

@@ -109,6 +109,10 @@ SmallVector<Value> buildLoop(OpBuilder &b, Location loc, Value lb, Value ub,
 /// both yield the same buffer (a conditional in-place update).
 Value inPlaceSource(Value value);
 
+/// Bytes of one element of `type` in the kernel's buffers (an index, int,
+/// float or complex type; none for other types).
+std::optional<int64_t> elementBytes(Type type);
+
 /// The unit attribute that tags a loop of independent iterations: each one
 /// reads the operands and writes only its own elements of the results.
 inline constexpr llvm::StringLiteral kParallelAttrName = "recur.parallel";

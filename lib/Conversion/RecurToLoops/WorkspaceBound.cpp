@@ -15,6 +15,8 @@
 
 #include "recur/Conversion/RecurToLoops/RecurToLoops.h"
 
+#include "Utility.h"
+
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Affine/Transforms/Transforms.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -33,19 +35,6 @@ using namespace mlir;
 using namespace mlir::recur;
 
 namespace {
-
-/// Bytes of one element of `type` in the kernel's buffers.
-std::optional<int64_t> elementBytes(Type type) {
-  if (auto complex = dyn_cast<ComplexType>(type)) {
-    std::optional<int64_t> part = elementBytes(complex.getElementType());
-    return part ? std::optional<int64_t>(2 * *part) : std::nullopt;
-  }
-  if (isa<IndexType>(type))
-    return 8;
-  if (type.isIntOrFloat())
-    return llvm::divideCeil(type.getIntOrFloatBitWidth(), 8);
-  return std::nullopt;
-}
 
 /// Whether `loop` carries buffers from one iteration to the next.
 bool carriesBuffers(Operation *loop) {
@@ -251,7 +240,7 @@ LogicalResult buildBound(func::FuncOp workspace) {
   Value total = arith::ConstantIndexOp::create(b, loc, 0);
   for (memref::AllocOp alloc : allocs) {
     MemRefType type = alloc.getType();
-    std::optional<int64_t> bytes = elementBytes(type.getElementType());
+    std::optional<int64_t> bytes = loops::elementBytes(type.getElementType());
     if (!bytes)
       return alloc.emitRemark("recur-workspace-bound: no byte size for ")
              << type.getElementType();

@@ -19,6 +19,7 @@ namespace recur {
 #define GEN_PASS_DECL_RECURPARALLELIZELOOPS
 #define GEN_PASS_DECL_RECURWORKSPACEBOUND
 #define GEN_PASS_DECL_RECURDESTINATIONOUTPUTS
+#define GEN_PASS_DECL_RECURSTREAMSTORES
 #define GEN_PASS_DECL_RECURSTRIPFRONTENDATTRIBUTES
 #define GEN_PASS_DECL_RECURFUSEELEMENTWISE
 #define GEN_PASS_DECL_RECURINTERCHANGEREDUCTIONS
@@ -49,12 +50,24 @@ constexpr llvm::StringLiteral kAllocatesNothingAttrName =
 void stripFrontEndAttributes(ModuleOp module);
 
 /// Adds the patterns that lower recur ops to scalar scf loops; `scanGroup`,
-/// `scanChunk` and `glaColumnThreads` as the pass options scan-group,
-/// scan-chunk and gla-column-threads.
+/// `scanChunk`, `streamStoreBytes` and `glaColumnThreads` as the pass
+/// options scan-group, scan-chunk, stream-store-bytes and
+/// gla-column-threads.
 void populateRecurToLoopsPatterns(RewritePatternSet &patterns,
                                   int64_t scanGroup = kDefaultScanGroup,
                                   int64_t scanChunk = 0,
+                                  int64_t streamStoreBytes = 0,
                                   bool glaColumnThreads = false);
+
+/// The unit attribute that tags a loop over time whose stores into buffers
+/// indexed by its induction variable write each element once (a scan's
+/// output): recur-stream-stores makes them non-temporal.
+constexpr llvm::StringLiteral kStreamStoresAttrName = "recur.stream_stores";
+
+/// The CPU pipeline's stream-store-bytes: 32 MiB, this machine's last-level
+/// cache (docs/performance.md). A smaller output is likely read again from
+/// the cache by what follows; a larger one is evicted on the way anyway.
+constexpr int64_t kDefaultStreamStoreBytes = int64_t(32) << 20;
 
 } // namespace recur
 } // namespace mlir
