@@ -146,8 +146,9 @@ public:
           "recur_forward");
   }
 
-  /// One backward call, gradients for every input and param.
-  void backward() {
+  /// Makes the cotangents (random) and the gradient buffers of backward();
+  /// outside the timed loop: filling them takes longer than a call.
+  void prepareBackward() {
     if (dOutputs.empty()) {
       std::mt19937_64 rng(2);
       for (int32_t i = 0; i < desc->num_results; ++i)
@@ -161,6 +162,11 @@ public:
           (desc->args[i].role == RECUR_ROLE_INPUT ? gradInputs : gradParams)
               .push_back(make(desc->args[i]));
     }
+  }
+
+  /// One backward call, gradients for every input and param
+  /// (prepareBackward first).
+  void backward() {
     check(recur_backward(desc, inputs.data(), params.data(), state,
                          dOutputs.data(), nullptr, gradInputs.data(),
                          gradParams.data(), nullptr),
@@ -249,6 +255,8 @@ void runLayer(benchmark::State &st, const recur_layer_desc *desc,
               std::vector<int64_t> dims, double flops, bool backward) {
   recur_set_num_threads(gThreads);
   LayerCall call(desc, std::move(dims));
+  if (backward)
+    call.prepareBackward();
   for (auto _ : st) {
     if (backward)
       call.backward();

@@ -1207,6 +1207,10 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
   }
 };
 
+/// State rows a step of the gla's reverse sweep goes through together (1,
+/// 2 and 4 measured 235, 240 and 215 ms on gla_bwd, docs/performance.md).
+constexpr int64_t kGlaGradRowBlock = 4;
+
 /// The reverse sweep of a gla, per leading index (independent, tagged
 /// parallel), with the state kept at chunk boundaries:
 ///  1. the state entering each chunk of `chunk_size` steps, computed
@@ -1219,9 +1223,12 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
 ///     G = q_t[i] dy_t[j] + H[i, j] is the cotangent of S_t[i, j], H (the
 ///     cotangent flowing into S_{t-1}, dstate at first) becomes
 ///     conj(a_t[i]) G, and the row's sums dq_t[i], dk_t[i], da_t[i] and the
-///     column sums dv_t[j] are accumulated; dinit is H after step 0.
+///     column sums dv_t[j] are accumulated; dinit is H after step 0. The
+///     rows go kGlaGradRowBlock at a time, each column's dy_t[j], v_t[j]
+///     and dv_t[j] read once per block.
 /// The row sums are reassociable (`fastmath<reassoc>`) so that they
-/// vectorize.
+/// vectorize, and the products of the sweep may fuse with the sums they
+/// feed (`fastmath<contract>`: FMA).
 struct GatedLinearAttentionGradToLoops
     : OpRewritePattern<GatedLinearAttentionGradOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -1260,7 +1267,15 @@ struct GatedLinearAttentionGradToLoops
     auto stackType = RankedTensorType::get(
         {ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic},
         stateElem);
-    auto reassoc = arith::FastMathFlags::reassoc;
+    // The sums of the sweep may be reassociated (they vectorize) and their
+    // products fused with them (FMA).
+    auto contract = arith::FastMathFlags::contract;
+    auto reassocContract = arith::FastMathFlags::reassoc | contract;
+    auto multiplyAdd = [](OpBuilder &b, Location l, Value acc, Value x,
+                          Value y, arith::FastMathFlags flags) -> Value {
+      return arith::AddFOp::create(
+          b, l, acc, arith::MulFOp::create(b, l, x, y, flags), flags);
+    };
 
     auto re = [&](OpBuilder &b, Location l, Value x) -> Value {
       return complexState ? complex::ReOp::create(b, l, x).getResult() : x;
@@ -1403,68 +1418,110 @@ struct GatedLinearAttentionGradToLoops
                                   [&](OpBuilder &jb, Location jl, Value) {
                                     return zeroOf(jb, jl, elem);
                                   });
+                      // Rows `is` of step t: rit and the result are (dq,
+                      // dk, dv, da, carry).
+                      auto sweepRows = [&](OpBuilder &ib, Location il,
+                                           ArrayRef<Value> is,
+                                           ValueRange rit) {
+                        SmallVector<Value> qi, ki, ai;
+                        SmallVector<SmallVector<Value>> ti;
+                        for (Value i : is) {
+                          ti.push_back(idx({t, i}));
+                          qi.push_back(extractAt(ib, il, op.getQ(), ti.back()));
+                          ki.push_back(extractAt(ib, il, op.getK(), ti.back()));
+                          ai.push_back(conj(
+                              ib, il, extractAt(ib, il, op.getA(), ti.back())));
+                        }
+                        // dv, carry, then dq, dk, da of each row.
+                        SmallVector<Value> init{rit[2], rit[4]};
+                        for (size_t r = 0; r < is.size(); ++r)
+                          llvm::append_range(
+                              init, ValueRange{zeroOf(ib, il, elem),
+                                               zeroOf(ib, il, elem),
+                                               zeroOf(ib, il, stateElem)});
+                        SmallVector<Value> row = buildLoop(
+                            ib, il, zero, dv, init,
+                            [&](OpBuilder &jb, Location jl, ValueRange j,
+                                ValueRange x) {
+                              SmallVector<Value> tj = idx({t, j[0]});
+                              Value dyj = extractAt(jb, jl, op.getDy(), tj);
+                              Value vj = extractAt(jb, jl, op.getV(), tj);
+                              Value dvj = extractAt(jb, jl, x[0], tj);
+                              Value carry = x[1];
+                              SmallVector<Value> next;
+                              for (auto [r, i] : llvm::enumerate(is)) {
+                                SmallVector<Value> hIdx = {zero, i, j[0]};
+                                Value h = extractAt(jb, jl, carry, hIdx);
+                                Value qdy = arith::MulFOp::create(
+                                    jb, jl, qi[r], dyj, contract);
+                                Value g =
+                                    complexState
+                                        ? add(jb, jl, toState(jb, jl, qdy), h)
+                                        : arith::AddFOp::create(jb, jl, qdy, h,
+                                                                contract)
+                                              .getResult();
+                                Value s = extractAt(jb, jl, st,
+                                                    ValueRange{after, i, j[0]});
+                                Value sp = extractAt(jb, jl, st,
+                                                     ValueRange{m, i, j[0]});
+                                Value gRe = re(jb, jl, g);
+                                dvj = multiplyAdd(jb, jl, dvj, gRe, ki[r],
+                                                  contract);
+                                ValueRange acc = x.slice(2 + 3 * r, 3);
+                                next.push_back(multiplyAdd(jb, jl, acc[0],
+                                                           re(jb, jl, s), dyj,
+                                                           reassocContract));
+                                next.push_back(multiplyAdd(
+                                    jb, jl, acc[1], gRe, vj, reassocContract));
+                                next.push_back(
+                                    complexState
+                                        ? add(jb, jl, acc[2],
+                                              mul(jb, jl, g, conj(jb, jl, sp)))
+                                        : multiplyAdd(jb, jl, acc[2], g, sp,
+                                                      reassocContract));
+                                carry = insertAt(jb, jl, mul(jb, jl, ai[r], g),
+                                                 carry, hIdx);
+                              }
+                              SmallVector<Value> out{
+                                  insertAt(jb, jl, dvj, x[0], tj), carry};
+                              llvm::append_range(out, next);
+                              return out;
+                            });
+                        Value dq = rit[0], dkOut = rit[1], da = rit[3];
+                        for (size_t r = 0; r < is.size(); ++r) {
+                          dq = insertAt(ib, il, row[2 + 3 * r], dq, ti[r]);
+                          dkOut =
+                              insertAt(ib, il, row[3 + 3 * r], dkOut, ti[r]);
+                          da = insertAt(ib, il, row[4 + 3 * r], da, ti[r]);
+                        }
+                        return SmallVector<Value>{dq, dkOut, row[0], da,
+                                                  row[1]};
+                      };
+                      // kGlaGradRowBlock rows at a time, then one at a
+                      // time: dy_t, v_t and dv_t are read and dv_t written
+                      // once per block rather than once per row (dv_t[j]
+                      // still sums over the rows in increasing order).
+                      Value block = indexConst(mb, ml, kGlaGradRowBlock);
+                      Value blocks = arith::DivUIOp::create(mb, ml, dk, block);
                       SmallVector<Value> rows = buildLoop(
-                          mb, ml, zero, dk,
+                          mb, ml, zero, blocks,
                           ValueRange{mit[0], mit[1], dvOut, mit[3], mit[4]},
+                          [&](OpBuilder &ib, Location il, ValueRange k,
+                              ValueRange rit) {
+                            Value first =
+                                arith::MulIOp::create(ib, il, k[0], block);
+                            SmallVector<Value> is{first};
+                            for (int64_t r = 1; r < kGlaGradRowBlock; ++r)
+                              is.push_back(arith::AddIOp::create(
+                                  ib, il, first, indexConst(ib, il, r)));
+                            return sweepRows(ib, il, is, rit);
+                          });
+                      rows = buildLoop(
+                          mb, ml, arith::MulIOp::create(mb, ml, blocks, block),
+                          dk, rows,
                           [&](OpBuilder &ib, Location il, ValueRange i,
                               ValueRange rit) {
-                            SmallVector<Value> ti = idx({t, i[0]});
-                            Value qi = extractAt(ib, il, op.getQ(), ti);
-                            Value ki = extractAt(ib, il, op.getK(), ti);
-                            Value ai =
-                                conj(ib, il, extractAt(ib, il, op.getA(), ti));
-                            SmallVector<Value> row = buildLoop(
-                                ib, il, zero, dv,
-                                ValueRange{rit[2], rit[4], zeroOf(ib, il, elem),
-                                           zeroOf(ib, il, elem),
-                                           zeroOf(ib, il, stateElem)},
-                                [&](OpBuilder &jb, Location jl, ValueRange j,
-                                    ValueRange x) {
-                                  SmallVector<Value> tj = idx({t, j[0]});
-                                  SmallVector<Value> hIdx = {zero, i[0], j[0]};
-                                  Value dyj = extractAt(jb, jl, op.getDy(), tj);
-                                  Value vj = extractAt(jb, jl, op.getV(), tj);
-                                  Value h = extractAt(jb, jl, x[1], hIdx);
-                                  Value g = add(jb, jl,
-                                                toState(jb, jl,
-                                                        arith::MulFOp::create(
-                                                            jb, jl, qi, dyj)),
-                                                h);
-                                  Value s =
-                                      extractAt(jb, jl, st,
-                                                ValueRange{after, i[0], j[0]});
-                                  Value sp = extractAt(
-                                      jb, jl, st, ValueRange{m, i[0], j[0]});
-                                  Value gRe = re(jb, jl, g);
-                                  Value dvj = arith::AddFOp::create(
-                                      jb, jl, extractAt(jb, jl, x[0], tj),
-                                      arith::MulFOp::create(jb, jl, gRe, ki));
-                                  Value dqAcc = arith::AddFOp::create(
-                                      jb, jl, x[2],
-                                      arith::MulFOp::create(jb, jl,
-                                                            re(jb, jl, s), dyj),
-                                      reassoc);
-                                  Value dkAcc = arith::AddFOp::create(
-                                      jb, jl, x[3],
-                                      arith::MulFOp::create(jb, jl, gRe, vj),
-                                      reassoc);
-                                  Value gs = mul(jb, jl, g, conj(jb, jl, sp));
-                                  Value daAcc =
-                                      complexState
-                                          ? add(jb, jl, x[4], gs)
-                                          : arith::AddFOp::create(jb, jl, x[4],
-                                                                  gs, reassoc)
-                                                .getResult();
-                                  return SmallVector<Value>{
-                                      insertAt(jb, jl, dvj, x[0], tj),
-                                      insertAt(jb, jl, mul(jb, jl, ai, g), x[1],
-                                               hIdx),
-                                      dqAcc, dkAcc, daAcc};
-                                });
-                            return SmallVector<Value>{
-                                insertAt(ib, il, row[2], rit[0], ti),
-                                insertAt(ib, il, row[3], rit[1], ti), row[0],
-                                insertAt(ib, il, row[4], rit[3], ti), row[1]};
+                            return sweepRows(ib, il, {i[0]}, rit);
                           });
                       return rows;
                     });
