@@ -1271,8 +1271,8 @@ struct GatedLinearAttentionGradToLoops
     // products fused with them (FMA).
     auto contract = arith::FastMathFlags::contract;
     auto reassocContract = arith::FastMathFlags::reassoc | contract;
-    auto multiplyAdd = [](OpBuilder &b, Location l, Value acc, Value x,
-                          Value y, arith::FastMathFlags flags) -> Value {
+    auto multiplyAdd = [](OpBuilder &b, Location l, Value acc, Value x, Value y,
+                          arith::FastMathFlags flags) -> Value {
       return arith::AddFOp::create(
           b, l, acc, arith::MulFOp::create(b, l, x, y, flags), flags);
     };
@@ -1421,8 +1421,7 @@ struct GatedLinearAttentionGradToLoops
                       // Rows `is` of step t: rit and the result are (dq,
                       // dk, dv, da, carry).
                       auto sweepRows = [&](OpBuilder &ib, Location il,
-                                           ArrayRef<Value> is,
-                                           ValueRange rit) {
+                                           ArrayRef<Value> is, ValueRange rit) {
                         SmallVector<Value> qi, ki, ai;
                         SmallVector<SmallVector<Value>> ti;
                         for (Value i : is) {

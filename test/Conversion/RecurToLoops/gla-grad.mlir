@@ -4,8 +4,10 @@
 // leading index, the states entering each of ceil(7 / 3) chunks are stacked
 // going forward, then the chunks run in reverse, each recomputing its states
 // into a stack of chunk + 1 rows and sweeping its steps backwards, the state
-// rows over consecutive columns. The row sums (dq, dk, da) are reassociable
-// so that they vectorize; dv sums over the rows into its own row.
+// rows over consecutive columns, four rows at a time (then one at a time:
+// none are left at dk = 4). The row sums (dq, dk, da) are reassociable so
+// that they vectorize; dv sums over the rows in order, read and written
+// once per block; products fuse with the sums they feed (contract).
 
 // CHECK-LABEL: func.func @gla_grad_real
 // CHECK-SAME: (%[[Q:[^ ]+]]: tensor<2x7x4xf32>, %[[K:[^ ]+]]: tensor<2x7x4xf32>, %[[V:[^ ]+]]: tensor<2x7x3xf32>, %[[A:[^ ]+]]: tensor<2x7x4xf32>, %[[DY:[^ ]+]]: tensor<2x7x3xf32>, %[[DS:[^ ]+]]: tensor<2x4x3xf32>)
@@ -29,30 +31,38 @@
 // CHECK:     scf.for
 // CHECK:       scf.for
 // CHECK:         tensor.insert %{{.+}} : tensor<2x7x3xf32>
-// CHECK:       scf.for %[[RI:[^ ]+]] =
-// CHECK:         %[[QI:[^ ]+]] = tensor.extract %[[Q]][%[[N]], %[[T:[^ ]+]], %[[RI]]]
-// CHECK:         %[[KI:[^ ]+]] = tensor.extract %[[K]][%[[N]], %[[T]], %[[RI]]]
-// CHECK:         %[[AI:[^ ]+]] = tensor.extract %[[A]][%[[N]], %[[T]], %[[RI]]]
-// CHECK:         scf.for %[[RJ:[^ ]+]] = {{.+}} -> (tensor<2x7x3xf32>, tensor<?x?x?xf32>, f32, f32, f32)
+// CHECK:       %[[BLOCKS:[^ ]+]] = arith.divui %{{.+}}, %[[C4R:[^ ]+]] : index
+// CHECK:       scf.for %[[B:[^ ]+]] = %{{.+}} to %[[BLOCKS]] step
+// CHECK:         %[[R0:[^ ]+]] = arith.muli %[[B]], %[[C4R]]
+// CHECK:         %[[QI:[^ ]+]] = tensor.extract %[[Q]][%[[N]], %[[T:[^ ]+]], %[[R0]]]
+// CHECK:         %[[KI:[^ ]+]] = tensor.extract %[[K]][%[[N]], %[[T]], %[[R0]]]
+// CHECK:         %[[AI:[^ ]+]] = tensor.extract %[[A]][%[[N]], %[[T]], %[[R0]]]
+// CHECK-COUNT-3: tensor.extract %[[Q]][%[[N]], %[[T]], %{{.+}}]
+// CHECK:         scf.for %[[RJ:[^ ]+]] = {{.+}} -> (tensor<2x7x3xf32>, tensor<?x?x?xf32>, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
 // CHECK:           %[[DYJ:[^ ]+]] = tensor.extract %[[DY]][%[[N]], %[[T]], %[[RJ]]]
 // CHECK:           %[[VJ:[^ ]+]] = tensor.extract %[[V]][%[[N]], %[[T]], %[[RJ]]]
-// CHECK:           %[[H:[^ ]+]] = tensor.extract %{{.+}}[%{{.+}}, %[[RI]], %[[RJ]]]
-// CHECK:           %[[QDY:[^ ]+]] = arith.mulf %[[QI]], %[[DYJ]] : f32
-// CHECK:           %[[G:[^ ]+]] = arith.addf %[[QDY]], %[[H]] : f32
-// CHECK:           %[[S:[^ ]+]] = tensor.extract %{{.+}}[%{{.+}}, %[[RI]], %[[RJ]]]
-// CHECK:           %[[SP:[^ ]+]] = tensor.extract %{{.+}}[%{{.+}}, %[[RI]], %[[RJ]]]
-// CHECK:           %[[DVOLD:[^ ]+]] = tensor.extract
-// CHECK:           %[[GK:[^ ]+]] = arith.mulf %[[G]], %[[KI]] : f32
-// CHECK:           %[[DVNEW:[^ ]+]] = arith.addf %[[DVOLD]], %[[GK]] : f32
-// CHECK:           %[[SDY:[^ ]+]] = arith.mulf %[[S]], %[[DYJ]] : f32
-// CHECK:           arith.addf %{{.+}}, %[[SDY]] fastmath<reassoc> : f32
-// CHECK:           %[[GV:[^ ]+]] = arith.mulf %[[G]], %[[VJ]] : f32
-// CHECK:           arith.addf %{{.+}}, %[[GV]] fastmath<reassoc> : f32
-// CHECK:           %[[GS:[^ ]+]] = arith.mulf %[[G]], %[[SP]] : f32
-// CHECK:           arith.addf %{{.+}}, %[[GS]] fastmath<reassoc> : f32
-// CHECK:           tensor.insert %[[DVNEW]]
+// CHECK:           %[[DVOLD:[^ ]+]] = tensor.extract %{{.+}}[%[[N]], %[[T]], %[[RJ]]] : tensor<2x7x3xf32>
+// CHECK:           %[[H:[^ ]+]] = tensor.extract %{{.+}}[%{{.+}}, %[[R0]], %[[RJ]]]
+// CHECK:           %[[QDY:[^ ]+]] = arith.mulf %[[QI]], %[[DYJ]] fastmath<contract> : f32
+// CHECK:           %[[G:[^ ]+]] = arith.addf %[[QDY]], %[[H]] fastmath<contract> : f32
+// CHECK:           %[[S:[^ ]+]] = tensor.extract %{{.+}}[%{{.+}}, %[[R0]], %[[RJ]]]
+// CHECK:           %[[SP:[^ ]+]] = tensor.extract %{{.+}}[%{{.+}}, %[[R0]], %[[RJ]]]
+// CHECK:           %[[GK:[^ ]+]] = arith.mulf %[[G]], %[[KI]] fastmath<contract> : f32
+// CHECK:           %[[DV1:[^ ]+]] = arith.addf %[[DVOLD]], %[[GK]] fastmath<contract> : f32
+// CHECK:           %[[SDY:[^ ]+]] = arith.mulf %[[S]], %[[DYJ]] fastmath<reassoc,contract> : f32
+// CHECK:           arith.addf %{{.+}}, %[[SDY]] fastmath<reassoc,contract> : f32
+// CHECK:           %[[GV:[^ ]+]] = arith.mulf %[[G]], %[[VJ]] fastmath<reassoc,contract> : f32
+// CHECK:           arith.addf %{{.+}}, %[[GV]] fastmath<reassoc,contract> : f32
+// CHECK:           %[[GS:[^ ]+]] = arith.mulf %[[G]], %[[SP]] fastmath<reassoc,contract> : f32
+// CHECK:           arith.addf %{{.+}}, %[[GS]] fastmath<reassoc,contract> : f32
 // CHECK:           %[[HNEW:[^ ]+]] = arith.mulf %[[AI]], %[[G]] : f32
 // CHECK:           tensor.insert %[[HNEW]]
+// CHECK:           %[[G1:[^ ]+]] = arith.addf %{{.+}}, %{{.+}} fastmath<contract> : f32
+// CHECK:           %[[GK1:[^ ]+]] = arith.mulf %[[G1]], %{{.+}} fastmath<contract> : f32
+// CHECK:           arith.addf %[[DV1]], %[[GK1]] fastmath<contract> : f32
+// CHECK:           tensor.insert %{{.+}} : tensor<2x7x3xf32>
+// CHECK:       scf.for %{{.+}} = %{{.+}} to %{{.+}} step
+// CHECK:         scf.for {{.+}} -> (tensor<2x7x3xf32>, tensor<?x?x?xf32>, f32, f32, f32)
 func.func @gla_grad_real(%q: tensor<2x7x4xf32>, %k: tensor<2x7x4xf32>, %v: tensor<2x7x3xf32>, %a: tensor<2x7x4xf32>, %dy: tensor<2x7x3xf32>, %ds: tensor<2x4x3xf32>) -> (tensor<2x7x4xf32>, tensor<2x7x4xf32>, tensor<2x7x3xf32>, tensor<2x7x4xf32>, tensor<2x4x3xf32>) {
   %dq, %dk, %dv, %da, %di = recur.gated_linear_attention_grad %q, %k, %v, %a, %dy, %ds chunk 3 : tensor<2x7x4xf32>, tensor<2x7x4xf32>, tensor<2x7x3xf32>, tensor<2x7x4xf32>, tensor<2x4x3xf32>
   return %dq, %dk, %dv, %da, %di : tensor<2x7x4xf32>, tensor<2x7x4xf32>, tensor<2x7x3xf32>, tensor<2x7x4xf32>, tensor<2x4x3xf32>
@@ -63,12 +73,16 @@ func.func @gla_grad_real(%q: tensor<2x7x4xf32>, %k: tensor<2x7x4xf32>, %v: tenso
 // Complex decays (GateLoop) with an initial state: the forward steps start
 // from `init`; G is complex, the cotangent flowing back is conj(a) G, da
 // sums G conj(S_{t-1}) (complex, not reassociated), and dq, dk, dv read
-// real parts.
+// real parts. At dk = 3 the blocks of four rows run no iteration (their
+// loop, with four rows' sums, is there) and the rows go one at a time.
 
 // CHECK-LABEL: func.func @gla_grad_complex
 // CHECK-SAME: %[[S0:[^ ]+]]: tensor<1x3x2xcomplex<f64>>)
 // CHECK: tensor.extract %[[S0]]
-// CHECK: %[[CA:[^ ]+]] = complex.conj %{{.+}} : complex<f64>
+// CHECK: scf.for {{.+}} -> (tensor<1x5x2xf64>, tensor<?x?x?xcomplex<f64>>, f64, f64, complex<f64>, f64, f64, complex<f64>,
+// CHECK: tensor.extract %{{.+}} : tensor<1x5x3xcomplex<f64>>
+// CHECK-NEXT: %[[CA:[^ ]+]] = complex.conj %{{.+}} : complex<f64>
+// CHECK-NOT: complex.conj
 // CHECK: scf.for {{.+}} -> (tensor<1x5x2xf64>, tensor<?x?x?xcomplex<f64>>, f64, f64, complex<f64>)
 // CHECK:   %[[QDY:[^ ]+]] = complex.create %{{.+}}, %{{.+}} : complex<f64>
 // CHECK:   %[[G:[^ ]+]] = complex.add %[[QDY]], %{{.+}} : complex<f64>
