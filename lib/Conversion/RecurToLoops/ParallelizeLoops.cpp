@@ -32,16 +32,7 @@ using namespace mlir::recur;
 
 namespace {
 
-/// Whether `value` is computed from the induction variable of `loop`.
-bool dependsOnIv(Value value, scf::ForOp loop) {
-  if (value == loop.getInductionVar())
-    return true;
-  Operation *def = value.getDefiningOp();
-  if (!def || !loop->isProperAncestor(def))
-    return false;
-  return llvm::any_of(def->getOperands(),
-                      [&](Value v) { return dependsOnIv(v, loop); });
-}
+using loops::dependsOnIv;
 
 /// The buffer and indices of a store of one element or of one vector.
 std::optional<std::pair<Value, ValueRange>> storeInto(Operation *op) {

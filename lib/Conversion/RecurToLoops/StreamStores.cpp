@@ -9,6 +9,8 @@
 
 #include "recur/Conversion/RecurToLoops/RecurToLoops.h"
 
+#include "Utility.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -27,36 +29,18 @@ using namespace mlir::recur;
 
 namespace {
 
-/// Whether `value` is computed from the induction variable of `loop` by
-/// operations inside it. (Values reaching it only through a block argument
-/// inside, an iteration argument, do not count: a conservative answer.)
-bool dependsOnStep(Value value, scf::ForOp loop, DenseMap<Value, bool> &memo) {
-  if (value == loop.getInductionVar())
-    return true;
-  auto it = memo.find(value);
-  if (it != memo.end())
-    return it->second;
-  Operation *def = value.getDefiningOp();
-  bool result = def && loop->isProperAncestor(def) &&
-                llvm::any_of(def->getOperands(), [&](Value operand) {
-                  return dependsOnStep(operand, loop, memo);
-                });
-  memo[value] = result;
-  return result;
-}
-
 /// `value` as computed from `ahead`, the value `loop`'s induction variable
 /// maps to: the operations inside `loop` between them cloned at `b`'s
 /// insertion point.
 Value recomputeAhead(OpBuilder &b, Value value, scf::ForOp loop,
-                     IRMapping &ahead, DenseMap<Value, bool> &memo) {
+                     IRMapping &ahead) {
   if (Value mapped = ahead.lookupOrNull(value))
     return mapped;
-  if (!dependsOnStep(value, loop, memo))
+  if (!loops::dependsOnIv(value, loop))
     return value;
   Operation *def = value.getDefiningOp();
   for (Value operand : def->getOperands())
-    recomputeAhead(b, operand, loop, ahead, memo);
+    recomputeAhead(b, operand, loop, ahead);
   Operation *clone = b.clone(*def, ahead);
   return clone->getResult(cast<OpResult>(value).getResultNumber());
 }
@@ -98,7 +82,6 @@ constexpr int64_t kPrefetchSteps = 1;
 
 void streamStores(scf::ForOp loop) {
   OpBuilder b(loop.getContext());
-  DenseMap<Value, bool> memo;
   SmallVector<vector::TransferReadOp> reads;
   SmallVector<vector::TransferWriteOp> writes;
   loop.getBody()->walk([&](Operation *op) {
@@ -111,7 +94,7 @@ void streamStores(scf::ForOp loop) {
   });
   auto dependsOnTime = [&](ValueRange indices) {
     return llvm::any_of(
-        indices, [&](Value index) { return dependsOnStep(index, loop, memo); });
+        indices, [&](Value index) { return loops::dependsOnIv(index, loop); });
   };
 
   // The induction variable kPrefetchSteps steps on, at most the last step.
@@ -136,7 +119,7 @@ void streamStores(scf::ForOp loop) {
     if (dependsOnTime(read.getIndices())) {
       SmallVector<Value> indices;
       for (Value index : read.getIndices())
-        indices.push_back(recomputeAhead(b, index, loop, ahead, memo));
+        indices.push_back(recomputeAhead(b, index, loop, ahead));
       memref::PrefetchOp::create(b, read.getLoc(), read.getBase(), indices,
                                  /*isWrite=*/false, /*localityHint=*/3,
                                  /*isDataCache=*/true);

@@ -64,6 +64,16 @@ Value loops::privateScratch(OpBuilder &b, Location loc, RankedTensorType type,
                                               dynamicSizes(type, sizes));
 }
 
+bool loops::dependsOnIv(Value value, scf::ForOp loop) {
+  if (value == loop.getInductionVar())
+    return true;
+  Operation *def = value.getDefiningOp();
+  if (!def || !loop->isProperAncestor(def))
+    return false;
+  return llvm::any_of(def->getOperands(),
+                      [&](Value v) { return dependsOnIv(v, loop); });
+}
+
 std::optional<int64_t> loops::elementBytes(Type type) {
   if (auto complex = dyn_cast<ComplexType>(type)) {
     std::optional<int64_t> part = elementBytes(complex.getElementType());

@@ -11,6 +11,7 @@
 #ifndef RECUR_LIB_CONVERSION_RECURTOLOOPS_UTILITY_H
 #define RECUR_LIB_CONVERSION_RECURTOLOOPS_UTILITY_H
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -102,6 +103,11 @@ Value attentionScale(OpBuilder &b, Location loc, Type elem,
 /// followed by a yield of what it returns; returns the loop's results.
 SmallVector<Value> buildLoop(OpBuilder &b, Location loc, Value lb, Value ub,
                              ValueRange iterArgs, LoopBody body);
+
+/// Whether `value` is computed from the induction variable of `loop` by
+/// operations inside it (values reaching it only through block arguments
+/// inside, such as iteration arguments, do not count).
+bool dependsOnIv(Value value, scf::ForOp loop);
 
 /// The buffer `value` is, looking through the results of scf.for loops
 /// that yield their iteration argument back (loops that update a buffer in
