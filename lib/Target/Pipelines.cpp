@@ -117,7 +117,9 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
   // destination arguments (recur_layer_desc.output_destinations), and a
   // linear scan across channels splits each row into about a thread's share
   // (scan-group=0) and writes an output larger than the last-level cache
-  // around it (recur-stream-stores).
+  // around it (recur-stream-stores). Last, each parallel region gets a
+  // function of its own, identical ones shared (recur-outline-parallel: a
+  // compile-time measure).
   std::string text =
       bufferizedLoops(kScanGroupByThreads, /*scanChunk=*/0,
                       options.streamStoreBytes,
@@ -134,7 +136,8 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
       "convert-math-to-libm,"
       "convert-to-llvm,"
       "reconcile-unrealized-casts,"
-      "recur-strip-front-end-attributes";
+      "recur-strip-front-end-attributes,"
+      "recur-outline-parallel";
   appendPipeline(pm, text, "CPU lowering pipeline");
 }
 

@@ -29,6 +29,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -38,12 +39,15 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/Timer.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Target/TargetMachine.h"
 
 #include <cstdlib>
+#include <memory>
 #include <optional>
 
 using namespace llvm;
@@ -154,6 +158,29 @@ cl::opt<bool> timePhases(
              "LLVM IR, LLVM's optimizer, code generation) to stderr"),
     cl::cat(recurcCategory));
 
+cl::opt<unsigned> jobs(
+    "j",
+    cl::desc("Compile up to <n> layers at once, each on a thread of its own "
+             "(default 0: as many as the machine has hardware threads; 1: "
+             "one after another). The output is the same"),
+    cl::value_desc("n"), cl::init(0), cl::Prefix, cl::cat(recurcCategory));
+cl::alias jobsLong("jobs", cl::desc("Alias for -j"), cl::aliasopt(jobs),
+                   cl::cat(recurcCategory));
+
+/// Loads every dialect the CPU pipeline's passes depend on, which a pass
+/// manager otherwise does when it starts: loading one while another thread
+/// runs a pipeline in the same context would race.
+void loadPipelineDialects(mlir::MLIRContext &context,
+                          const mlir::recur::CpuPipelineOptions &options) {
+  mlir::PassManager pm(&context);
+  mlir::recur::buildCpuLoweringPipeline(pm, options);
+  mlir::DialectRegistry registry;
+  pm.getDependentDialects(registry);
+  context.appendDialectRegistry(registry);
+  for (StringRef name : registry.getDialectNames())
+    context.getOrLoadDialect(name);
+}
+
 int fail(const Twine &message) {
   WithColor::error(errs(), "recurc") << message << "\n";
   return EXIT_FAILURE;
@@ -234,8 +261,11 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
   if (!machine)
     return fail(toString(machine.takeError()));
 
+  mlir::recur::CpuPipelineOptions pipelineOptions;
+  pipelineOptions.streamStoreBytes =
+      static_cast<int64_t>(std::min<uint64_t>(streamStoreBytes, INT64_MAX));
+
   // Each layer on its own, so that each gets its own object.
-  std::vector<CompiledLayer> layers;
   bool perLayer = emit == Emit::Default;
   SmallVector<mlir::OwningOpRef<mlir::ModuleOp>> modules;
   if (perLayer) {
@@ -253,51 +283,108 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
         mlir::OwningOpRef<mlir::ModuleOp>(cast<mlir::ModuleOp>(ir->clone())));
   }
 
+  // The phase timers, made here: a timer joins its group when made, and
+  // layers may compile on several threads.
   TimerGroup phaseTimers("recurc", "recurc phases");
-  for (auto [i, module] : llvm::enumerate(modules)) {
+  std::vector<std::unique_ptr<Timer>> timers;
+  for (size_t i = 0; i < modules.size(); ++i) {
     std::string what = perLayer ? signatures[i].name : std::string("module");
-    Timer lowerTimer("lower", what + ": lowering to LLVM IR", phaseTimers),
-        optTimer("opt", what + ": LLVM optimizer", phaseTimers),
-        codegenTimer("codegen", what + ": code generation", phaseTimers);
-    auto timed = [&](Timer &timer) { return timePhases ? &timer : nullptr; };
+    for (auto [name, phase] : {std::pair{"lower", ": lowering to LLVM IR"},
+                               std::pair{"opt", ": LLVM optimizer"},
+                               std::pair{"codegen", ": code generation"}})
+      timers.push_back(
+          std::make_unique<Timer>(name, what + phase, phaseTimers));
+  }
+  auto timed = [&](size_t i, unsigned phase) {
+    return timePhases ? timers[3 * i + phase].get() : nullptr;
+  };
+
+  // Each module to LLVM IR, optimized, to object code (or LLVM IR text) in
+  // `layers[i]`; a failure of LLVM's (a message) in `errors[i]`, one of the
+  // lowering's reported as a diagnostic.
+  std::vector<CompiledLayer> layers(modules.size());
+  std::vector<std::string> errors(modules.size());
+  auto compileModule = [&](size_t i, llvm::TargetMachine &machine) {
+    mlir::ModuleOp module = *modules[i];
     llvm::LLVMContext llvmContext;
     FailureOr<std::unique_ptr<llvm::Module>> llvmModule = failure();
-    std::optional<TimeRegion> lowering(std::in_place, timed(lowerTimer));
+    std::optional<TimeRegion> lowering(std::in_place, timed(i, 0));
     if (cuda) {
-      auto lowered = mlir::recur::lowerToCuda(*module, llvmContext, *cuda,
+      auto lowered = mlir::recur::lowerToCuda(module, llvmContext, *cuda,
                                               /*assemble=*/true);
       if (succeeded(lowered))
         llvmModule = std::move(lowered->host);
     } else {
-      mlir::recur::CpuPipelineOptions options;
-      options.streamStoreBytes =
-          static_cast<int64_t>(std::min<uint64_t>(streamStoreBytes, INT64_MAX));
-      llvmModule = mlir::recur::lowerToLLVMIR(*module, llvmContext, options);
+      llvmModule =
+          mlir::recur::lowerToLLVMIR(module, llvmContext, pipelineOptions);
     }
     lowering.reset();
     if (failed(llvmModule))
-      return EXIT_FAILURE;
+      return failure();
     {
-      TimeRegion region(timed(optTimer));
-      mlir::recur::optimizeModule(**llvmModule, **machine, options.optLevel);
+      TimeRegion region(timed(i, 1));
+      mlir::recur::optimizeModule(**llvmModule, machine, options.optLevel);
     }
-    CompiledLayer layer;
-    TimeRegion codegen(timed(codegenTimer));
+    CompiledLayer &layer = layers[i];
+    TimeRegion codegen(timed(i, 2));
+    raw_svector_ostream os(layer.object);
     if (emit == Emit::LLVM) {
-      raw_svector_ostream os(layer.object);
       (*llvmModule)->print(os, nullptr);
-    } else {
-      raw_svector_ostream os(layer.object);
-      if (Error e = mlir::recur::emitObjectFile(**llvmModule, **machine, os))
-        return fail(toString(std::move(e)));
+    } else if (Error e =
+                   mlir::recur::emitObjectFile(**llvmModule, machine, os)) {
+      errors[i] = toString(std::move(e));
+      return failure();
     }
     if (perLayer) {
       layer.signature = signatures[i];
       layer.header =
           mlir::recur::emitLayerHeader(signatures[i], sourceName(), targetName);
     }
-    layers.push_back(std::move(layer));
+    return success();
+  };
+
+  // Layers compile side by side on the CPU (each its own module, LLVM
+  // context and target machine; the MLIR context is shared, its dialects
+  // loaded first). The CUDA path runs the toolkit's tools and stays
+  // sequential.
+  unsigned threads = std::min<size_t>(
+      jobs ? jobs.getValue()
+           : llvm::hardware_concurrency().compute_thread_count(),
+      modules.size());
+  if (cuda)
+    threads = 1;
+  bool failedAny = false;
+  if (threads <= 1) {
+    for (size_t i = 0; i < modules.size() && !failedAny; ++i)
+      failedAny = failed(compileModule(i, **machine));
+  } else {
+    loadPipelineDialects(context, pipelineOptions);
+    std::vector<std::unique_ptr<llvm::TargetMachine>> machines;
+    for (size_t i = 0; i < modules.size(); ++i) {
+      auto one = mlir::recur::createCpuTargetMachine(options);
+      if (!one)
+        return fail(toString(one.takeError()));
+      machines.push_back(std::move(*one));
+    }
+    std::vector<char> ok(modules.size(), 0);
+    {
+      mlir::ParallelDiagnosticHandler handler(&context);
+      llvm::StdThreadPool pool(llvm::hardware_concurrency(threads));
+      for (size_t i = 0; i < modules.size(); ++i)
+        pool.async([&, i] {
+          handler.setOrderIDForThread(i);
+          ok[i] = succeeded(compileModule(i, *machines[i]));
+          handler.eraseOrderIDForThread();
+        });
+      pool.wait();
+    }
+    failedAny = llvm::is_contained(ok, 0);
   }
+  for (const std::string &error : errors)
+    if (!error.empty())
+      return fail(error);
+  if (failedAny)
+    return EXIT_FAILURE;
 
   if (!perLayer)
     return writeFile(outputFile,

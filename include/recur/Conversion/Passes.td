@@ -302,6 +302,52 @@ def RecurStripFrontEndAttributes : Pass<"recur-strip-front-end-attributes",
   }];
 }
 
+def RecurOutlineParallel : Pass<"recur-outline-parallel",
+                                "::mlir::ModuleOp"> {
+  let summary = "Give each OpenMP parallel region a function of its own, "
+                "identical ones one function";
+  let description = [{
+    The last step of the CPU pipeline, on the LLVM dialect. Each outermost
+    `omp.parallel` in an `llvm.func` moves into a new internal function
+    (`<host>_parallel<N>`) that takes the values it uses from the host as
+    arguments (constants and other operand-free pure ops are copied in
+    instead, so shapes stay constants to LLVM) and is called where the
+    region was. Then functions whose bodies are structurally identical
+    (same operations, attributes, types and use-def structure) are merged
+    into one: a layer's backward recomputes forward loop nests, and layers
+    repeat the same nest for each block, so a layer has many copies of few
+    kernels.
+
+    Both cut compile time, not run time: translating to LLVM IR outlines
+    every parallel region with a walk of its whole function (LLVM's
+    `CodeExtractor`), so hundreds of regions in one function cost
+    quadratically, while in a small function each costs little; and LLVM's
+    optimizer and code generator see each kernel once instead of once per
+    copy. The code each thread runs is the same.
+
+    ```mlir
+    llvm.func @F(%a: !llvm.ptr, %n: i64) {
+      %c4 = llvm.mlir.constant(4 : i64) : i64
+      omp.parallel { ... %a ... %n ... %c4 ... }
+      omp.parallel { ... %a ... %n ... %c4 ... }
+      llvm.return
+    }
+    // becomes
+    llvm.func @F(%a: !llvm.ptr, %n: i64) {
+      llvm.call @F_parallel0(%a, %n) : (!llvm.ptr, i64) -> ()
+      llvm.call @F_parallel0(%a, %n) : (!llvm.ptr, i64) -> ()
+      llvm.return
+    }
+    llvm.func internal @F_parallel0(%a: !llvm.ptr, %n: i64) {
+      %c4 = llvm.mlir.constant(4 : i64) : i64
+      omp.parallel { ... %a ... %n ... %c4 ... }
+      llvm.return
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def RecurWorkspaceBound : Pass<"recur-workspace-bound",
                                "::mlir::ModuleOp"> {
   let summary = "Add, beside each layer function, a function bounding the "

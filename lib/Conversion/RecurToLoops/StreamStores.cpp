@@ -62,8 +62,10 @@ Value alignedAt(OpBuilder &b, Location loc, Value memref, ValueRange indices,
   for (auto [index, stride] : llvm::zip(indices, meta.getStrides()))
     offset = arith::AddIOp::create(
         b, loc, offset, arith::MulIOp::create(b, loc, index, stride));
-  auto type = cast<MemRefType>(memref.getType());
-  int64_t width = type.getElementTypeBitWidth() / 8;
+  // The tagged loops store f32 or f64: convert-recur-to-loops streams no
+  // other element type.
+  int64_t width =
+      *loops::elementBytes(cast<MemRefType>(memref.getType()).getElementType());
   Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
   Value address = arith::AddIOp::create(
       b, loc, base,
