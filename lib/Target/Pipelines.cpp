@@ -117,7 +117,9 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
   // destination arguments (recur_layer_desc.output_destinations), and a
   // linear scan across channels splits each row into about a thread's share
   // (scan-group=0) and writes an output larger than the last-level cache
-  // around it (recur-stream-stores). Last, each parallel region gets a
+  // around it (recur-stream-stores); a reduction's innermost loop carries
+  // its sum as a value (recur-promote-accumulators). Last, each parallel
+  // region gets a
   // function of its own, identical ones shared (recur-outline-parallel: a
   // compile-time measure).
   std::string text =
@@ -125,6 +127,7 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
                       options.streamStoreBytes,
                       /*glaColumnThreads=*/false, /*destinations=*/true) +
       "recur-stream-stores,"
+      "func.func(recur-promote-accumulators),"
       "recur-workspace-bound,"
       "convert-scf-to-openmp,"
       "expand-strided-metadata,"

@@ -348,6 +348,44 @@ def RecurOutlineParallel : Pass<"recur-outline-parallel",
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def RecurPromoteAccumulators : Pass<"recur-promote-accumulators",
+                                    "::mlir::func::FuncOp"> {
+  let summary = "Carry a reduction's sum through its innermost loop as a "
+                "value, not through memory";
+  let description = [{
+    Runs after bufferization (CPU pipeline). A linalg reduction lowered to
+    loops loads and stores its output element on every step of its
+    innermost loop; LLVM cannot keep the element in a register, because it
+    cannot tell that the loop's other loads (from views of the layer's
+    arguments) do not read it, so each step waits for the last step's
+    store. In an innermost `scf.for` whose only memory effects are loads and
+    stores, a `memref.load` / `memref.store` pair of one element at indices
+    defined outside the loop, in a buffer the function allocated
+    (`memref.alloc` or `memref.alloca`, through views) that no other load or
+    store of the loop touches, becomes an iteration argument: loaded before
+    the loop, stored after it. The arithmetic and its order are unchanged.
+
+    ```mlir
+    scf.for %k = %c0 to %c64 step %c1 {
+      %a = memref.load %x[%i, %k] : memref<?x64xf32>
+      %acc = memref.load %buf[%i] : memref<?xf32>
+      %s = arith.addf %acc, %a : f32
+      memref.store %s, %buf[%i] : memref<?xf32>
+    }
+    // becomes
+    %init = memref.load %buf[%i] : memref<?xf32>
+    %sum = scf.for %k = %c0 to %c64 step %c1 iter_args(%acc = %init) -> (f32) {
+      %a = memref.load %x[%i, %k] : memref<?x64xf32>
+      %s = arith.addf %acc, %a : f32
+      scf.yield %s : f32
+    }
+    memref.store %sum, %buf[%i] : memref<?xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def RecurWorkspaceBound : Pass<"recur-workspace-bound",
                                "::mlir::ModuleOp"> {
   let summary = "Add, beside each layer function, a function bounding the "

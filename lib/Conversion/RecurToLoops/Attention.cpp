@@ -98,15 +98,56 @@ Value maxLogit(OpBuilder &b, Location loc, Type elem, const KeyAccess &keys) {
       })[0];
 }
 
+/// Adds `ws[n] * v_rs[n]` for each n, in order, to row `prefix` of `out`
+/// (`dv` columns) in one pass over the row; returns it.
+Value addWeightedValues(OpBuilder &b, Location loc, Value out,
+                        ValueRange prefix, Value dv, const KeyAccess &keys,
+                        ArrayRef<Value> rs, ArrayRef<Value> ws) {
+  return updateRow(b, loc, out, prefix, dv,
+                   [&](OpBuilder &jb, Location jl, Value j, Value old) {
+                     Value sum = old;
+                     for (auto [r, w] : llvm::zip(rs, ws)) {
+                       Value vr = keys.value(jb, jl, r, j);
+                       Value weighted = arith::MulFOp::create(jb, jl, w, vr);
+                       sum = arith::AddFOp::create(jb, jl, sum, weighted);
+                     }
+                     return sum;
+                   });
+}
+
 /// Adds `w * v_r` to row `prefix` of `out` (`dv` columns); returns it.
 Value addWeightedValue(OpBuilder &b, Location loc, Value out, ValueRange prefix,
                        Value dv, const KeyAccess &keys, Value r, Value w) {
-  return updateRow(b, loc, out, prefix, dv,
-                   [&](OpBuilder &jb, Location jl, Value j, Value old) {
-                     Value vr = keys.value(jb, jl, r, j);
-                     Value weighted = arith::MulFOp::create(jb, jl, w, vr);
-                     return arith::AddFOp::create(jb, jl, old, weighted);
-                   });
+  return addWeightedValues(b, loc, out, prefix, dv, keys, {r}, {w});
+}
+
+/// Indices of a loop whose body makes one pass over a row: four at a time, so
+/// that the row is read and written once per pass and not once per index (the
+/// row's sums keep their order), then the rest one at a time.
+constexpr int64_t kIndicesPerPass = 4;
+
+/// Runs `pass` over [0, n) kIndicesPerPass indices at a time, then over the
+/// rest one at a time, carrying `init`; returns what the last pass returns.
+Value inPasses(
+    OpBuilder &b, Location loc, Value n, Value init,
+    function_ref<Value(OpBuilder &, Location, ArrayRef<Value>, Value)> pass) {
+  Value perPass = indexConst(b, loc, kIndicesPerPass);
+  Value passes = arith::DivUIOp::create(b, loc, n, perPass);
+  Value carried =
+      buildLoop(b, loc, indexConst(b, loc, 0), passes, init,
+                [&](OpBuilder &pb, Location pl, ValueRange p, ValueRange iter) {
+                  Value first = arith::MulIOp::create(pb, pl, p[0], perPass);
+                  SmallVector<Value> indices;
+                  for (int64_t u = 0; u < kIndicesPerPass; ++u)
+                    indices.push_back(arith::AddIOp::create(
+                        pb, pl, first, indexConst(pb, pl, u)));
+                  return SmallVector<Value>{pass(pb, pl, indices, iter[0])};
+                })[0];
+  return buildLoop(
+      b, loc, arith::MulIOp::create(b, loc, passes, perPass), n, carried,
+      [&](OpBuilder &pb, Location pl, ValueRange i, ValueRange iter) {
+        return SmallVector<Value>{pass(pb, pl, {i[0]}, iter[0])};
+      })[0];
 }
 
 /// `softmax(logits) V` over the keys [begin, end), all visible, into row
@@ -151,12 +192,15 @@ SmallVector<Value> attendRowAllVisible(OpBuilder &b, Location loc, Value out,
                                   arith::AddFOp::create(rb, l, iter[1], w)};
       });
   Value weighted =
-      buildLoop(b, loc, zero, count, out,
-                [&](OpBuilder &rb, Location l, ValueRange i, ValueRange iter) {
-                  Value w = extractAt(rb, l, weights[0], i);
-                  return SmallVector<Value>{addWeightedValue(
-                      rb, l, iter[0], prefix, dv, keys, key(rb, l, i[0]), w)};
-                })[0];
+      inPasses(b, loc, count, out,
+               [&](OpBuilder &rb, Location l, ArrayRef<Value> is, Value acc) {
+                 SmallVector<Value> rs, ws;
+                 for (Value i : is) {
+                   rs.push_back(key(rb, l, i));
+                   ws.push_back(extractAt(rb, l, weights[0], i));
+                 }
+                 return addWeightedValues(rb, l, acc, prefix, dv, keys, rs, ws);
+               });
   return {weighted, weights[1]};
 }
 
@@ -326,41 +370,48 @@ Value rowsAfterCache(OpBuilder &b, Location loc, Value cache, Value seq,
 /// The logits `scale * (q . k_r) (+ bias(r))` of the keys [begin, end) of
 /// `kT` (`[lead..., d, keys]`) into entries [0, end - begin) of `row`: the
 /// dot products accumulate a channel e at a time over all the keys (each in
-/// the order e = 0, 1, ..., as dotProduct sums), then scale and bias.
+/// the order e = 0, 1, ..., as dotProduct sums, kIndicesPerPass channels a
+/// pass over the row), then scale and bias.
 Value logitsOverTransposedKeys(OpBuilder &b, Location loc, Value row, Value kT,
                                ValueRange lead, Value d, IndexFn query,
                                Value scale, Value begin, Value end,
                                const KeyFn &bias) {
   Type elem = cast<RankedTensorType>(row.getType()).getElementType();
-  Value zero = indexConst(b, loc, 0);
   Value count = arith::SubIOp::create(b, loc, end, begin);
   Value zeroF = zeroOf(b, loc, elem);
   row = fillRow(b, loc, row, {}, count,
                 [&](OpBuilder &, Location, Value) { return zeroF; });
-  row =
-      buildLoop(b, loc, zero, d, row,
-                [&](OpBuilder &eb, Location el, ValueRange e, ValueRange iter) {
-                  Value qe = query(eb, el, e[0]);
-                  return SmallVector<Value>{updateRow(
-                      eb, el, iter[0], {}, count,
-                      [&](OpBuilder &kb, Location kl, Value i, Value old) {
-                        Value r = arith::AddIOp::create(kb, kl, begin, i);
-                        Value k =
-                            extractAt(kb, kl, kT,
-                                      concatIndices(lead, ValueRange{e[0], r}));
-                        Value prod = arith::MulFOp::create(kb, kl, qe, k);
-                        return arith::AddFOp::create(kb, kl, old, prod);
-                      })};
-                })[0];
-  return updateRow(b, loc, row, {}, count,
-                   [&](OpBuilder &kb, Location kl, Value i, Value dot) -> Value {
-                     Value logit = arith::MulFOp::create(kb, kl, scale, dot);
-                     if (!bias)
-                       return logit;
-                     Value r = arith::AddIOp::create(kb, kl, begin, i);
-                     return arith::AddFOp::create(kb, kl, logit,
-                                                  bias(kb, kl, r));
-                   });
+  // One pass over the row adds the products of `channels`, in order.
+  auto pass = [&](OpBuilder &eb, Location el, Value rowIn,
+                  ArrayRef<Value> channels) {
+    SmallVector<Value> qs;
+    for (Value e : channels)
+      qs.push_back(query(eb, el, e));
+    return updateRow(eb, el, rowIn, {}, count,
+                     [&](OpBuilder &kb, Location kl, Value i, Value old) {
+                       Value r = arith::AddIOp::create(kb, kl, begin, i);
+                       Value dot = old;
+                       for (auto [e, qe] : llvm::zip(channels, qs)) {
+                         Value k = extractAt(
+                             kb, kl, kT, concatIndices(lead, ValueRange{e, r}));
+                         dot = arith::AddFOp::create(
+                             kb, kl, dot, arith::MulFOp::create(kb, kl, qe, k));
+                       }
+                       return dot;
+                     });
+  };
+  row = inPasses(b, loc, d, row,
+                 [&](OpBuilder &eb, Location el, ArrayRef<Value> channels,
+                     Value rowIn) { return pass(eb, el, rowIn, channels); });
+  return updateRow(
+      b, loc, row, {}, count,
+      [&](OpBuilder &kb, Location kl, Value i, Value dot) -> Value {
+        Value logit = arith::MulFOp::create(kb, kl, scale, dot);
+        if (!bias)
+          return logit;
+        Value r = arith::AddIOp::create(kb, kl, begin, i);
+        return arith::AddFOp::create(kb, kl, logit, bias(kb, kl, r));
+      });
 }
 
 /// The position bias of `delta` for head `head`: t5 reads the bias table at

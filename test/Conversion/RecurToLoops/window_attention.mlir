@@ -3,7 +3,7 @@
 // Token band with include_self over a dynamic T: query p sees the keys at
 // p - 2 .. p (window 3), clamped at 0. The keys are first copied transposed
 // (K^T [h, e, r]); per query the row is zeroed, the logits of its keys are
-// accumulated into a scratch row a channel e at a time over consecutive
+// accumulated into a scratch row four channels e at a time over consecutive
 // keys (each logit summing its channels in order), scaled, and the ALiBi
 // bias -slope[h] * (p - p') added; then the largest logit, exp(logit - max)
 // in place of the logits with their sum, the weighted value rows, and the
@@ -34,14 +34,45 @@
 // CHECK:     %[[COUNT:[^ ]+]] = arith.subi %[[END]], %[[BEGIN]] : index
 // CHECK:     %[[SCRATCH:[^ ]+]] = bufferization.alloc_tensor(%{{.+}}) : tensor<?xf32>
 // CHECK:     %[[CLEARED:[^ ]+]] = scf.for {{.+}} iter_args(%{{.+}} = %[[SCRATCH]])
-// CHECK:     %[[DOTS:[^ ]+]] = scf.for %[[E:[^ ]+]] = %{{.+}} to %{{.+}} {{.+}} iter_args(%{{.+}} = %[[CLEARED]])
-// CHECK:       %[[QE:[^ ]+]] = tensor.extract %[[Q]][%[[H]], %[[P]], %[[E]]]
+// Four channels a pass over the row (channels 4g .. 4g+3 added in order),
+// then the rest one at a time.
+// CHECK:     %[[FOURD:[^ ]+]] = arith.constant 4 : index
+// CHECK:     %[[PASSES:[^ ]+]] = arith.divui %{{.+}}, %[[FOURD]] : index
+// CHECK:     %[[DOTS4:[^ ]+]] = scf.for %[[G:[^ ]+]] = %{{.+}} to %[[PASSES]] {{.+}} iter_args(%{{.+}} = %[[CLEARED]])
+// CHECK:       %[[E0:[^ ]+]] = arith.muli %[[G]], %[[FOURD]] : index
+// CHECK:       %[[EA:[^ ]+]] = arith.addi %[[E0]], %{{.+}} : index
+// CHECK:       %[[EB:[^ ]+]] = arith.addi %[[E0]], %{{.+}} : index
+// CHECK:       %[[EC:[^ ]+]] = arith.addi %[[E0]], %{{.+}} : index
+// CHECK:       %[[ED:[^ ]+]] = arith.addi %[[E0]], %{{.+}} : index
+// CHECK:       %[[QA:[^ ]+]] = tensor.extract %[[Q]][%[[H]], %[[P]], %[[EA]]]
+// CHECK:       %[[QB:[^ ]+]] = tensor.extract %[[Q]][%[[H]], %[[P]], %[[EB]]]
+// CHECK:       %[[QC:[^ ]+]] = tensor.extract %[[Q]][%[[H]], %[[P]], %[[EC]]]
+// CHECK:       %[[QD:[^ ]+]] = tensor.extract %[[Q]][%[[H]], %[[P]], %[[ED]]]
 // CHECK:       scf.for %[[I:[^ ]+]] =
 // CHECK:         %[[ACC0:[^ ]+]] = tensor.extract %{{.+}}[%[[I]]] : tensor<?xf32>
 // CHECK:         %[[R:[^ ]+]] = arith.addi %[[BEGIN]], %[[I]] : index
-// CHECK:         %[[KE:[^ ]+]] = tensor.extract %[[KT]][%[[H]], %[[E]], %[[R]]]
+// CHECK:         %[[KA:[^ ]+]] = tensor.extract %[[KT]][%[[H]], %[[EA]], %[[R]]]
+// CHECK:         %[[PA:[^ ]+]] = arith.mulf %[[QA]], %[[KA]] : f32
+// CHECK:         %[[SA:[^ ]+]] = arith.addf %[[ACC0]], %[[PA]] : f32
+// CHECK:         %[[KB:[^ ]+]] = tensor.extract %[[KT]][%[[H]], %[[EB]], %[[R]]]
+// CHECK:         %[[PB:[^ ]+]] = arith.mulf %[[QB]], %[[KB]] : f32
+// CHECK:         %[[SB:[^ ]+]] = arith.addf %[[SA]], %[[PB]] : f32
+// CHECK:         %[[KC:[^ ]+]] = tensor.extract %[[KT]][%[[H]], %[[EC]], %[[R]]]
+// CHECK:         %[[PC3:[^ ]+]] = arith.mulf %[[QC]], %[[KC]] : f32
+// CHECK:         %[[SC:[^ ]+]] = arith.addf %[[SB]], %[[PC3]] : f32
+// CHECK:         %[[KD:[^ ]+]] = tensor.extract %[[KT]][%[[H]], %[[ED]], %[[R]]]
+// CHECK:         %[[PD:[^ ]+]] = arith.mulf %[[QD]], %[[KD]] : f32
+// CHECK:         %[[SD:[^ ]+]] = arith.addf %[[SC]], %[[PD]] : f32
+// CHECK:         tensor.insert %[[SD]] into %{{.+}}[%[[I]]]
+// CHECK:     %[[REST:[^ ]+]] = arith.muli %[[PASSES]], %[[FOURD]] : index
+// CHECK:     %[[DOTS:[^ ]+]] = scf.for %[[E:[^ ]+]] = %[[REST]] to %{{.+}} {{.+}} iter_args(%{{.+}} = %[[DOTS4]])
+// CHECK:       %[[QE:[^ ]+]] = tensor.extract %[[Q]][%[[H]], %[[P]], %[[E]]]
+// CHECK:       scf.for %[[I1:[^ ]+]] =
+// CHECK:         %[[ACC1:[^ ]+]] = tensor.extract %{{.+}}[%[[I1]]] : tensor<?xf32>
+// CHECK:         %[[R1:[^ ]+]] = arith.addi %[[BEGIN]], %[[I1]] : index
+// CHECK:         %[[KE:[^ ]+]] = tensor.extract %[[KT]][%[[H]], %[[E]], %[[R1]]]
 // CHECK:         %[[PROD:[^ ]+]] = arith.mulf %[[QE]], %[[KE]] : f32
-// CHECK:         arith.addf %[[ACC0]], %[[PROD]] : f32
+// CHECK:         arith.addf %[[ACC1]], %[[PROD]] : f32
 // CHECK:     %[[LOGITS:[^ ]+]] = scf.for %[[I2:[^ ]+]] = {{.+}} iter_args(%{{.+}} = %[[DOTS]])
 // CHECK:       %[[SCALED:[^ ]+]] = arith.mulf %[[SCALE]], %{{.+}} : f32
 // CHECK:       %[[R2:[^ ]+]] = arith.addi %[[BEGIN]], %[[I2]] : index
@@ -62,9 +93,23 @@
 // CHECK:       %[[W:[^ ]+]] = math.exp %[[SH]] : f32
 // CHECK:       tensor.insert %[[W]]
 // CHECK:       arith.addf %[[SUM]], %[[W]] : f32
-// CHECK:     %[[ACC:[^ ]+]] = scf.for %[[I3:[^ ]+]] = %{{.+}} to %[[COUNT]] {{.+}} iter_args(%{{.+}} = %[[ZEROED]])
-// CHECK:       %[[WI:[^ ]+]] = tensor.extract %[[WS]]#0[%[[I3]]]
+// The weighted value rows likewise, four keys a pass over the output row.
+// CHECK:     %[[FOURK:[^ ]+]] = arith.constant 4 : index
+// CHECK:     %[[KPASSES:[^ ]+]] = arith.divui %[[COUNT]], %[[FOURK]] : index
+// CHECK:     %[[ACC4:[^ ]+]] = scf.for %[[G2:[^ ]+]] = %{{.+}} to %[[KPASSES]] {{.+}} iter_args(%{{.+}} = %[[ZEROED]])
+// CHECK:       %[[I4:[^ ]+]] = arith.muli %[[G2]], %[[FOURK]] : index
+// CHECK-COUNT-4: tensor.extract %[[WS]]#0
+// CHECK:       scf.for %[[J4:[^ ]+]] =
+// CHECK:         %[[OLD4:[^ ]+]] = tensor.extract %{{.+}}[%[[H]], %[[P]], %[[J4]]]
+// CHECK:         %[[V4:[^ ]+]] = tensor.extract %[[V]][%[[H]], %{{.+}}, %[[J4]]]
+// CHECK:         %[[WV4:[^ ]+]] = arith.mulf %{{.+}}, %[[V4]] : f32
+// CHECK:         arith.addf %[[OLD4]], %[[WV4]] : f32
+// CHECK-COUNT-3: arith.addf
+// CHECK:         tensor.insert
+// CHECK:     %[[KREST:[^ ]+]] = arith.muli %[[KPASSES]], %[[FOURK]] : index
+// CHECK:     %[[ACC:[^ ]+]] = scf.for %[[I3:[^ ]+]] = %[[KREST]] to %[[COUNT]] {{.+}} iter_args(%{{.+}} = %[[ACC4]])
 // CHECK:       %[[R3:[^ ]+]] = arith.addi %[[BEGIN]], %[[I3]] : index
+// CHECK:       %[[WI:[^ ]+]] = tensor.extract %[[WS]]#0[%[[I3]]]
 // CHECK:       scf.for %[[J:[^ ]+]] =
 // CHECK:         %[[OLD:[^ ]+]] = tensor.extract %{{.+}}[%[[H]], %[[P]], %[[J]]]
 // CHECK:         %[[VJ:[^ ]+]] = tensor.extract %[[V]][%[[H]], %[[R3]], %[[J]]]
