@@ -161,8 +161,9 @@ cl::opt<bool> timePhases(
 cl::opt<unsigned> jobs(
     "j",
     cl::desc("Compile up to <n> layers at once, each on a thread of its own "
-             "(default 0: as many as the machine has hardware threads; 1: "
-             "one after another). The output is the same"),
+             "(also --jobs=<n>; default 0: as many as the machine has "
+             "hardware threads; 1: one after another; the CPU target only). "
+             "The output is the same"),
     cl::value_desc("n"), cl::init(0), cl::Prefix, cl::cat(recurcCategory));
 cl::alias jobsLong("jobs", cl::desc("Alias for -j"), cl::aliasopt(jobs),
                    cl::cat(recurcCategory));
