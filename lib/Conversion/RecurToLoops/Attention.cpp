@@ -121,33 +121,22 @@ Value addWeightedValue(OpBuilder &b, Location loc, Value out, ValueRange prefix,
   return addWeightedValues(b, loc, out, prefix, dv, keys, {r}, {w});
 }
 
-/// Indices of a loop whose body makes one pass over a row: four at a time, so
-/// that the row is read and written once per pass and not once per index (the
-/// row's sums keep their order), then the rest one at a time.
+/// Indices (keys or channels) that one pass over a softmax row goes
+/// through together: the row is read and written once per four, not once
+/// per index (its sums keep their order). Eight measured no faster
+/// (docs/performance.md).
 constexpr int64_t kIndicesPerPass = 4;
 
-/// Runs `pass` over [0, n) kIndicesPerPass indices at a time, then over the
-/// rest one at a time, carrying `init`; returns what the last pass returns.
+/// buildBlockedLoop by kIndicesPerPass with one carried value.
 Value inPasses(
     OpBuilder &b, Location loc, Value n, Value init,
     function_ref<Value(OpBuilder &, Location, ArrayRef<Value>, Value)> pass) {
-  Value perPass = indexConst(b, loc, kIndicesPerPass);
-  Value passes = arith::DivUIOp::create(b, loc, n, perPass);
-  Value carried =
-      buildLoop(b, loc, indexConst(b, loc, 0), passes, init,
-                [&](OpBuilder &pb, Location pl, ValueRange p, ValueRange iter) {
-                  Value first = arith::MulIOp::create(pb, pl, p[0], perPass);
-                  SmallVector<Value> indices;
-                  for (int64_t u = 0; u < kIndicesPerPass; ++u)
-                    indices.push_back(arith::AddIOp::create(
-                        pb, pl, first, indexConst(pb, pl, u)));
-                  return SmallVector<Value>{pass(pb, pl, indices, iter[0])};
-                })[0];
-  return buildLoop(
-      b, loc, arith::MulIOp::create(b, loc, passes, perPass), n, carried,
-      [&](OpBuilder &pb, Location pl, ValueRange i, ValueRange iter) {
-        return SmallVector<Value>{pass(pb, pl, {i[0]}, iter[0])};
-      })[0];
+  return buildBlockedLoop(b, loc, n, kIndicesPerPass, init,
+                          [&](OpBuilder &pb, Location pl,
+                              ArrayRef<Value> indices, ValueRange iter) {
+                            return SmallVector<Value>{
+                                pass(pb, pl, indices, iter[0])};
+                          })[0];
 }
 
 /// `softmax(logits) V` over the keys [begin, end), all visible, into row

@@ -1500,29 +1500,10 @@ struct GatedLinearAttentionGradToLoops
                       // time: dy_t, v_t and dv_t are read and dv_t written
                       // once per block rather than once per row (dv_t[j]
                       // still sums over the rows in increasing order).
-                      Value block = indexConst(mb, ml, kGlaGradRowBlock);
-                      Value blocks = arith::DivUIOp::create(mb, ml, dk, block);
-                      SmallVector<Value> rows = buildLoop(
-                          mb, ml, zero, blocks,
+                      return buildBlockedLoop(
+                          mb, ml, dk, kGlaGradRowBlock,
                           ValueRange{mit[0], mit[1], dvOut, mit[3], mit[4]},
-                          [&](OpBuilder &ib, Location il, ValueRange k,
-                              ValueRange rit) {
-                            Value first =
-                                arith::MulIOp::create(ib, il, k[0], block);
-                            SmallVector<Value> is{first};
-                            for (int64_t r = 1; r < kGlaGradRowBlock; ++r)
-                              is.push_back(arith::AddIOp::create(
-                                  ib, il, first, indexConst(ib, il, r)));
-                            return sweepRows(ib, il, is, rit);
-                          });
-                      rows = buildLoop(
-                          mb, ml, arith::MulIOp::create(mb, ml, blocks, block),
-                          dk, rows,
-                          [&](OpBuilder &ib, Location il, ValueRange i,
-                              ValueRange rit) {
-                            return sweepRows(ib, il, {i[0]}, rit);
-                          });
-                      return rows;
+                          sweepRows);
                     });
                 return SmallVector<Value>{inner[0], inner[1], inner[2],
                                           inner[3], st,       inner[4]};

@@ -187,6 +187,27 @@ SmallVector<Value> loops::buildLoop(OpBuilder &b, Location loc, Value lb,
   return SmallVector<Value>(loop.getResults());
 }
 
+SmallVector<Value> loops::buildBlockedLoop(OpBuilder &b, Location loc, Value n,
+                                           int64_t block, ValueRange iterArgs,
+                                           BlockBody body) {
+  Value size = indexConst(b, loc, block);
+  Value blocks = arith::DivUIOp::create(b, loc, n, size);
+  SmallVector<Value> carried =
+      buildLoop(b, loc, indexConst(b, loc, 0), blocks, iterArgs,
+                [&](OpBuilder &kb, Location kl, ValueRange k, ValueRange args) {
+                  Value first = arith::MulIOp::create(kb, kl, k[0], size);
+                  SmallVector<Value> indices{first};
+                  for (int64_t i = 1; i < block; ++i)
+                    indices.push_back(arith::AddIOp::create(
+                        kb, kl, first, indexConst(kb, kl, i)));
+                  return body(kb, kl, indices, args);
+                });
+  return buildLoop(b, loc, arith::MulIOp::create(b, loc, blocks, size), n,
+                   carried,
+                   [&](OpBuilder &ib, Location il, ValueRange i,
+                       ValueRange args) { return body(ib, il, {i[0]}, args); });
+}
+
 SmallVector<Value> loops::buildNest(OpBuilder &b, Location loc, ValueRange ubs,
                                     ValueRange iterArgs, LoopBody body) {
   Value zero = indexConst(b, loc, 0);

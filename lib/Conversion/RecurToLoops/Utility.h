@@ -104,6 +104,20 @@ Value attentionScale(OpBuilder &b, Location loc, Type elem,
 SmallVector<Value> buildLoop(OpBuilder &b, Location loc, Value lb, Value ub,
                              ValueRange iterArgs, LoopBody body);
 
+/// The body of buildBlockedLoop: the indices of one block (or of one index
+/// of the rest) and the carried values.
+using BlockBody = function_ref<SmallVector<Value>(
+    OpBuilder &, Location, ArrayRef<Value> indices, ValueRange args)>;
+
+/// Runs `body` over [0, n) `block` indices at a time (a loop over n / block
+/// blocks, body given block * k, ..., block * k + block - 1), then one index
+/// at a time over the rest, carrying `iterArgs`; returns the last results.
+/// For a body that makes one pass over a row for all its indices, so that
+/// the row is read and written once per block.
+SmallVector<Value> buildBlockedLoop(OpBuilder &b, Location loc, Value n,
+                                    int64_t block, ValueRange iterArgs,
+                                    BlockBody body);
+
 /// Whether `value` is computed from the induction variable of `loop` by
 /// operations inside it (values reaching it only through block arguments
 /// inside, such as iteration arguments, do not count).

@@ -39,11 +39,10 @@
 // CHECK:     %[[FOURD:[^ ]+]] = arith.constant 4 : index
 // CHECK:     %[[PASSES:[^ ]+]] = arith.divui %{{.+}}, %[[FOURD]] : index
 // CHECK:     %[[DOTS4:[^ ]+]] = scf.for %[[G:[^ ]+]] = %{{.+}} to %[[PASSES]] {{.+}} iter_args(%{{.+}} = %[[CLEARED]])
-// CHECK:       %[[E0:[^ ]+]] = arith.muli %[[G]], %[[FOURD]] : index
-// CHECK:       %[[EA:[^ ]+]] = arith.addi %[[E0]], %{{.+}} : index
-// CHECK:       %[[EB:[^ ]+]] = arith.addi %[[E0]], %{{.+}} : index
-// CHECK:       %[[EC:[^ ]+]] = arith.addi %[[E0]], %{{.+}} : index
-// CHECK:       %[[ED:[^ ]+]] = arith.addi %[[E0]], %{{.+}} : index
+// CHECK:       %[[EA:[^ ]+]] = arith.muli %[[G]], %[[FOURD]] : index
+// CHECK:       %[[EB:[^ ]+]] = arith.addi %[[EA]], %{{.+}} : index
+// CHECK:       %[[EC:[^ ]+]] = arith.addi %[[EA]], %{{.+}} : index
+// CHECK:       %[[ED:[^ ]+]] = arith.addi %[[EA]], %{{.+}} : index
 // CHECK:       %[[QA:[^ ]+]] = tensor.extract %[[Q]][%[[H]], %[[P]], %[[EA]]]
 // CHECK:       %[[QB:[^ ]+]] = tensor.extract %[[Q]][%[[H]], %[[P]], %[[EB]]]
 // CHECK:       %[[QC:[^ ]+]] = tensor.extract %[[Q]][%[[H]], %[[P]], %[[EC]]]
