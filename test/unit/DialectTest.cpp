@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Recur/IR/Recur.h"
+#include "recur/Reference/Reference.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -17,7 +18,9 @@
 
 #include "gtest/gtest.h"
 
+#include <cstdint>
 #include <string>
+#include <utility>
 
 using namespace mlir;
 using namespace mlir::recur;
@@ -113,10 +116,9 @@ TEST_F(RecurDialectTest, GateCountsItsOperandsPerKind) {
 
 TEST_F(RecurDialectTest, RouteTopKInfersGatesAndIndices) {
   Block *entry = makeFunc({tensor({3, 11, 8})});
-  auto route =
-      RouteTopKOp::create(builder, loc, entry->getArgument(0),
-                          builder.getI64IntegerAttr(2),
-                          builder.getF64FloatAttr(1e-6));
+  auto route = RouteTopKOp::create(builder, loc, entry->getArgument(0),
+                                   builder.getI64IntegerAttr(2),
+                                   builder.getF64FloatAttr(1e-6));
   EXPECT_EQ(route.getGates().getType(), tensor({3, 11, 2}));
   EXPECT_EQ(route.getIndices().getType(),
             tensor({3, 11, 2}, builder.getI32Type()));
@@ -127,6 +129,38 @@ TEST_F(RecurDialectTest, EnumsRoundTripThroughStrings) {
   EXPECT_EQ(symbolizeBiasKind("t5"), BiasKind::T5);
   EXPECT_EQ(symbolizeMaskKind("memory"), MaskKind::Memory);
   EXPECT_FALSE(symbolizeScanAlgorithm("tree").has_value());
+}
+
+/// The kernels' T5 buckets come from thresholds the compiler finds by binary
+/// search; at every distance they must equal the definition's logs (the
+/// oracle's t5Bucket), including the first distance of each bucket, where
+/// the f64 quotient is nearest an integer, and far beyond max_distance.
+TEST(T5Buckets, ThresholdsGiveTheDefinitionsBucketAtEveryDistance) {
+  const std::pair<int64_t, int64_t> tables[] = {
+      {32, 128}, {2, 3},     {4, 3},      {8, 10},     {16, 40},
+      {32, 17},  {32, 1000}, {64, 4096},  {128, 65},   {256, 100000},
+      {6, 7},    {10, 1000}, {32, 20000}, {100, 1000}, {4, 1000000}};
+  for (const auto &table : tables) {
+    int64_t buckets = table.first, maxDistance = table.second;
+    SCOPED_TRACE("num_buckets " + std::to_string(buckets) + ", max_distance " +
+                 std::to_string(maxDistance));
+    SmallVector<int64_t> thresholds = t5BucketThresholds(buckets, maxDistance);
+    ASSERT_EQ(static_cast<int64_t>(thresholds.size()),
+              buckets - buckets / 2 - 1);
+    auto bucketOf = [&](int64_t n) {
+      if (n < buckets / 2)
+        return std::max<int64_t>(n, 0);
+      int64_t bucket = buckets / 2;
+      for (int64_t t : thresholds)
+        bucket += n >= t;
+      return bucket;
+    };
+    int64_t last = std::min<int64_t>(2 * maxDistance + 64, 400000);
+    for (int64_t n = -3; n <= last; ++n)
+      ASSERT_EQ(bucketOf(n),
+                ::recur::reference::t5Bucket(n, buckets, maxDistance))
+          << "distance " << n;
+  }
 }
 
 } // namespace

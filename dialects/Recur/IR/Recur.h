@@ -37,10 +37,18 @@ namespace mlir::recur {
 /// `recur.window_attention` defines it: with exact = numBuckets / 2, a
 /// distance n < exact is its own bucket; a larger one goes to exact +
 /// (int)(log(n / exact) / log(maxDistance / exact) * (numBuckets - exact)),
-/// clamped to the last bucket. Computed in f64 whatever the element type, so
-/// the bucket boundaries do not move with it.
+/// clamped to the last bucket. The logs are evaluated in f64 (whatever the
+/// element type, so the bucket boundaries do not move with it) at compile
+/// time: the result compares n with t5BucketThresholds.
 Value buildT5Bucket(OpBuilder &b, Location loc, Value delta, int64_t numBuckets,
                     int64_t maxDistance);
+
+/// The first distance of each log-spaced T5 bucket, numBuckets / 2 + 1 up to
+/// the last: n goes to bucket numBuckets / 2 + #{thresholds <= n} when n >=
+/// numBuckets / 2. Requires an even numBuckets >= 2 and maxDistance >
+/// numBuckets / 2 (the window_attention verifier's conditions).
+SmallVector<int64_t> t5BucketThresholds(int64_t numBuckets,
+                                        int64_t maxDistance);
 
 } // namespace mlir::recur
 

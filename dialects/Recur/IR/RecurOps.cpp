@@ -957,41 +957,63 @@ LogicalResult MoEOp::verify() {
 // Shared semantics
 //===----------------------------------------------------------------------===//
 
+/// The bucket of a distance n >= numBuckets / 2 by the definition, in f64.
+static int64_t logSpacedT5Bucket(int64_t n, int64_t numBuckets,
+                                 int64_t maxDistance) {
+  int64_t maxExact = numBuckets / 2;
+  double exact = static_cast<double>(maxExact);
+  double frac = std::log(static_cast<double>(n) / exact) /
+                std::log(static_cast<double>(maxDistance) / exact);
+  int64_t bucket =
+      maxExact +
+      static_cast<int64_t>(frac * static_cast<double>(numBuckets - maxExact));
+  return std::min(bucket, numBuckets - 1);
+}
+
+SmallVector<int64_t> mlir::recur::t5BucketThresholds(int64_t numBuckets,
+                                                     int64_t maxDistance) {
+  assert(numBuckets >= 2 && numBuckets % 2 == 0 &&
+         maxDistance > numBuckets / 2 && "verified by window_attention");
+  // The bucket never decreases with n (log is monotonic, the divisor
+  // positive) and is the last one from maxDistance on (frac >= 1), so the
+  // first n of each bucket is a binary search over [exact, maxDistance].
+  int64_t maxExact = numBuckets / 2;
+  SmallVector<int64_t> thresholds;
+  for (int64_t k = maxExact + 1; k < numBuckets; ++k) {
+    int64_t lo = maxExact, hi = maxDistance;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      if (logSpacedT5Bucket(mid, numBuckets, maxDistance) >= k)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    thresholds.push_back(lo);
+  }
+  return thresholds;
+}
+
 Value mlir::recur::buildT5Bucket(OpBuilder &b, Location loc, Value delta,
                                  int64_t numBuckets, int64_t maxDistance) {
-  int64_t maxExact = numBuckets / 2;
-  Type f64 = b.getF64Type();
+  // exact + #{k : n >= thresholds[k]}: the same buckets as the definition's
+  // logs, which the compiler evaluates once here instead of a kernel per
+  // (query, key) pair.
   auto index = [&](int64_t v) {
     return arith::ConstantIndexOp::create(b, loc, v).getResult();
   };
-  auto real = [&](double v) {
-    return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(v)).getResult();
-  };
-  auto toF64 = [&](Value i) {
-    return arith::SIToFPOp::create(
-        b, loc, f64, arith::IndexCastOp::create(b, loc, b.getI64Type(), i));
-  };
-  Value exact = index(maxExact);
+  Value exact = index(numBuckets / 2);
   Value n = arith::MaxSIOp::create(b, loc, delta, index(0));
   Value isExact =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, n, exact);
-  // The log branch only matters for n >= exact; clamping keeps its log finite.
-  Value nLog = arith::MaxSIOp::create(b, loc, n, exact);
-  Value exactF = real(static_cast<double>(maxExact));
-  Value ratio = arith::DivFOp::create(b, loc, toF64(nLog), exactF);
-  Value rangeRatio = arith::DivFOp::create(
-      b, loc, real(static_cast<double>(maxDistance)), exactF);
-  Value frac = arith::DivFOp::create(b, loc, math::LogOp::create(b, loc, ratio),
-                                     math::LogOp::create(b, loc, rangeRatio));
-  Value scaled = arith::MulFOp::create(
-      b, loc, frac, real(static_cast<double>(numBuckets - maxExact)));
-  Value offset = arith::FPToSIOp::create(b, loc, b.getI64Type(), scaled);
-  Value logBucket = arith::AddIOp::create(
-      b, loc, exact,
-      arith::IndexCastOp::create(b, loc, b.getIndexType(), offset));
-  Value clamped =
-      arith::MinSIOp::create(b, loc, logBucket, index(numBuckets - 1));
-  return arith::SelectOp::create(b, loc, isExact, n, clamped);
+  Value bucket = exact;
+  for (int64_t threshold : t5BucketThresholds(numBuckets, maxDistance)) {
+    Value reached = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, n,
+                                          index(threshold));
+    bucket = arith::AddIOp::create(
+        b, loc, bucket,
+        arith::IndexCastUIOp::create(b, loc, b.getIndexType(), reached));
+  }
+  return arith::SelectOp::create(b, loc, isExact, n, bucket);
 }
 
 #define GET_OP_CLASSES

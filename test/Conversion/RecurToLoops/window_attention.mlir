@@ -137,8 +137,10 @@ func.func @window_token_alibi(%q: tensor<2x?x4xf32>, %k: tensor<2x?x4xf32>,
 // values are first copied with the cache in front (read from the cache when
 // r < C); query p sees the positions from (p / 2) * 2 - 4 to p - 1, at most
 // window + block keys; the bias table is read at the bucket of delta = p + C
-// - r (16 exact buckets, then log-spaced up to 128 in f64, clamped to 31);
-// the default scale is 1/sqrt(4).
+// - r (16 exact buckets, then log-spaced up to 128: 16 plus the number of
+// the first distances of buckets 17..31 that delta reaches, those distances
+// computed by recurc from the definition's f64 logs, and checked here against
+// the same formula evaluated in Python); the default scale is 1/sqrt(4).
 
 // CHECK-LABEL: func.func @window_block_t5_cache
 // CHECK-SAME: (%[[Q:[^ ]+]]: tensor<1x2x6x4xf32>, %[[K:[^ ]+]]: tensor<1x2x6x4xf32>, %[[V:[^ ]+]]: tensor<1x2x6x3xf32>, %[[TAB:[^ ]+]]: tensor<2x32xf32>, %[[KC:[^ ]+]]: tensor<1x2x5x4xf32>, %[[VC:[^ ]+]]: tensor<1x2x5x3xf32>)
@@ -191,23 +193,67 @@ func.func @window_token_alibi(%q: tensor<2x?x4xf32>, %k: tensor<2x?x4xf32>,
 // CHECK:     %[[EXACT:[^ ]+]] = arith.constant 16 : index
 // CHECK:     %[[N:[^ ]+]] = arith.maxsi %[[DELTA]], %{{.+}} : index
 // CHECK:     %[[ISEXACT:[^ ]+]] = arith.cmpi slt, %[[N]], %[[EXACT]] : index
-// CHECK:     %[[NL:[^ ]+]] = arith.maxsi %[[N]], %[[EXACT]] : index
-// CHECK:     arith.constant 1.600000e+01 : f64
-// CHECK:     %[[NI:[^ ]+]] = arith.index_cast %[[NL]] : index to i64
-// CHECK:     %[[NF:[^ ]+]] = arith.sitofp %[[NI]] : i64 to f64
-// CHECK:     %[[RATIO:[^ ]+]] = arith.divf %[[NF]], %{{.+}} : f64
-// CHECK:     arith.constant 1.280000e+02 : f64
-// CHECK:     %[[RANGE:[^ ]+]] = arith.divf
-// CHECK:     %[[LOGN:[^ ]+]] = math.log %[[RATIO]] : f64
-// CHECK:     %[[LOGR:[^ ]+]] = math.log %[[RANGE]] : f64
-// CHECK:     %[[FRAC:[^ ]+]] = arith.divf %[[LOGN]], %[[LOGR]] : f64
-// CHECK:     %[[SC:[^ ]+]] = arith.mulf %[[FRAC]], %{{.+}} : f64
-// CHECK:     %[[OFF:[^ ]+]] = arith.fptosi %[[SC]] : f64 to i64
-// CHECK:     %[[OFFI:[^ ]+]] = arith.index_cast %[[OFF]] : i64 to index
-// CHECK:     %[[LB:[^ ]+]] = arith.addi %[[EXACT]], %[[OFFI]] : index
-// CHECK:     %[[LASTB:[^ ]+]] = arith.constant 31 : index
-// CHECK:     %[[CLAMPED:[^ ]+]] = arith.minsi %[[LB]], %[[LASTB]] : index
-// CHECK:     %[[BUCKET:[^ ]+]] = arith.select %[[ISEXACT]], %[[N]], %[[CLAMPED]] : index
+// CHECK:     %[[T0:[^ ]+]] = arith.constant 19 : index
+// CHECK:     %[[GE0:[^ ]+]] = arith.cmpi sge, %[[N]], %[[T0]] : index
+// CHECK:     %[[GI0:[^ ]+]] = arith.index_castui %[[GE0]] : i1 to index
+// CHECK:     %[[LB0:[^ ]+]] = arith.addi %[[EXACT]], %[[GI0]] : index
+// CHECK:     %[[T1:[^ ]+]] = arith.constant 21 : index
+// CHECK:     %[[GE1:[^ ]+]] = arith.cmpi sge, %[[N]], %[[T1]] : index
+// CHECK:     %[[GI1:[^ ]+]] = arith.index_castui %[[GE1]] : i1 to index
+// CHECK:     %[[LB1:[^ ]+]] = arith.addi %[[LB0]], %[[GI1]] : index
+// CHECK:     %[[T2:[^ ]+]] = arith.constant 24 : index
+// CHECK:     %[[GE2:[^ ]+]] = arith.cmpi sge, %[[N]], %[[T2]] : index
+// CHECK:     %[[GI2:[^ ]+]] = arith.index_castui %[[GE2]] : i1 to index
+// CHECK:     %[[LB2:[^ ]+]] = arith.addi %[[LB1]], %[[GI2]] : index
+// CHECK:     %[[T3:[^ ]+]] = arith.constant 27 : index
+// CHECK:     %[[GE3:[^ ]+]] = arith.cmpi sge, %[[N]], %[[T3]] : index
+// CHECK:     %[[GI3:[^ ]+]] = arith.index_castui %[[GE3]] : i1 to index
+// CHECK:     %[[LB3:[^ ]+]] = arith.addi %[[LB2]], %[[GI3]] : index
+// CHECK:     %[[T4:[^ ]+]] = arith.constant 31 : index
+// CHECK:     %[[GE4:[^ ]+]] = arith.cmpi sge, %[[N]], %[[T4]] : index
+// CHECK:     %[[GI4:[^ ]+]] = arith.index_castui %[[GE4]] : i1 to index
+// CHECK:     %[[LB4:[^ ]+]] = arith.addi %[[LB3]], %[[GI4]] : index
+// CHECK:     %[[T5:[^ ]+]] = arith.constant 35 : index
+// CHECK:     %[[GE5:[^ ]+]] = arith.cmpi sge, %[[N]], %[[T5]] : index
+// CHECK:     %[[GI5:[^ ]+]] = arith.index_castui %[[GE5]] : i1 to index
+// CHECK:     %[[LB5:[^ ]+]] = arith.addi %[[LB4]], %[[GI5]] : index
+// CHECK:     %[[T6:[^ ]+]] = arith.constant 40 : index
+// CHECK:     %[[GE6:[^ ]+]] = arith.cmpi sge, %[[N]], %[[T6]] : index
+// CHECK:     %[[GI6:[^ ]+]] = arith.index_castui %[[GE6]] : i1 to index
+// CHECK:     %[[LB6:[^ ]+]] = arith.addi %[[LB5]], %[[GI6]] : index
+// CHECK:     %[[T7:[^ ]+]] = arith.constant 46 : index
+// CHECK:     %[[GE7:[^ ]+]] = arith.cmpi sge, %[[N]], %[[T7]] : index
+// CHECK:     %[[GI7:[^ ]+]] = arith.index_castui %[[GE7]] : i1 to index
+// CHECK:     %[[LB7:[^ ]+]] = arith.addi %[[LB6]], %[[GI7]] : index
+// CHECK:     %[[T8:[^ ]+]] = arith.constant 52 : index
+// CHECK:     %[[GE8:[^ ]+]] = arith.cmpi sge, %[[N]], %[[T8]] : index
+// CHECK:     %[[GI8:[^ ]+]] = arith.index_castui %[[GE8]] : i1 to index
+// CHECK:     %[[LB8:[^ ]+]] = arith.addi %[[LB7]], %[[GI8]] : index
+// CHECK:     %[[T9:[^ ]+]] = arith.constant 59 : index
+// CHECK:     %[[GE9:[^ ]+]] = arith.cmpi sge, %[[N]], %[[T9]] : index
+// CHECK:     %[[GI9:[^ ]+]] = arith.index_castui %[[GE9]] : i1 to index
+// CHECK:     %[[LB9:[^ ]+]] = arith.addi %[[LB8]], %[[GI9]] : index
+// CHECK:     %[[T10:[^ ]+]] = arith.constant 67 : index
+// CHECK:     %[[GE10:[^ ]+]] = arith.cmpi sge, %[[N]], %[[T10]] : index
+// CHECK:     %[[GI10:[^ ]+]] = arith.index_castui %[[GE10]] : i1 to index
+// CHECK:     %[[LB10:[^ ]+]] = arith.addi %[[LB9]], %[[GI10]] : index
+// CHECK:     %[[T11:[^ ]+]] = arith.constant 77 : index
+// CHECK:     %[[GE11:[^ ]+]] = arith.cmpi sge, %[[N]], %[[T11]] : index
+// CHECK:     %[[GI11:[^ ]+]] = arith.index_castui %[[GE11]] : i1 to index
+// CHECK:     %[[LB11:[^ ]+]] = arith.addi %[[LB10]], %[[GI11]] : index
+// CHECK:     %[[T12:[^ ]+]] = arith.constant 87 : index
+// CHECK:     %[[GE12:[^ ]+]] = arith.cmpi sge, %[[N]], %[[T12]] : index
+// CHECK:     %[[GI12:[^ ]+]] = arith.index_castui %[[GE12]] : i1 to index
+// CHECK:     %[[LB12:[^ ]+]] = arith.addi %[[LB11]], %[[GI12]] : index
+// CHECK:     %[[T13:[^ ]+]] = arith.constant 99 : index
+// CHECK:     %[[GE13:[^ ]+]] = arith.cmpi sge, %[[N]], %[[T13]] : index
+// CHECK:     %[[GI13:[^ ]+]] = arith.index_castui %[[GE13]] : i1 to index
+// CHECK:     %[[LB13:[^ ]+]] = arith.addi %[[LB12]], %[[GI13]] : index
+// CHECK:     %[[T14:[^ ]+]] = arith.constant 113 : index
+// CHECK:     %[[GE14:[^ ]+]] = arith.cmpi sge, %[[N]], %[[T14]] : index
+// CHECK:     %[[GI14:[^ ]+]] = arith.index_castui %[[GE14]] : i1 to index
+// CHECK:     %[[LB14:[^ ]+]] = arith.addi %[[LB13]], %[[GI14]] : index
+// CHECK:     %[[BUCKET:[^ ]+]] = arith.select %[[ISEXACT]], %[[N]], %[[LB14]] : index
 // CHECK:     %[[BIAS:[^ ]+]] = tensor.extract %[[TAB]][%[[H]], %[[BUCKET]]] : tensor<2x32xf32>
 // CHECK:     arith.addf %[[SCALED]], %[[BIAS]] : f32
 // CHECK:   arith.maximumf
