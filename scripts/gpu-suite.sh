@@ -49,7 +49,7 @@ if [[ $cmd == prepare ]]; then
     $cc -c -I"$1" -I"$root/include" "$1/shim.c" -o "$1/shim.o"
     # shellcheck disable=SC2086
     $cxx -o "$1/run" "$1/shim.o" "$1/$2.o" "$build/lib/librecur_case.a" \
-      "$build/lib/librecur_rt.a" -L"$out/lib" -lomp -ldl -lm -lpthread \
+      "$build/lib/librecur_rt.a" -L"$out/lib" -lomp -ldl -lmvec -lm -lpthread \
       -Wl,-rpath,'$ORIGIN/../../lib' ${LDFLAGS:-}
     rm -f "$1/shim.o" "$1/$2.o" # the program holds it
   }

@@ -66,7 +66,7 @@ config.substitutions.append(
     (
         "%recur_case_libs",
         f"{config.recur_lib_dir}/librecur_case.a"
-        f" {config.recur_lib_dir}/librecur_rt.a -fopenmp -ldl -lm",
+        f" {config.recur_lib_dir}/librecur_rt.a -fopenmp -ldl -lmvec -lm",
     )
 )
 config.substitutions.append(

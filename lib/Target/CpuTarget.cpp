@@ -21,6 +21,7 @@
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -231,6 +232,47 @@ mlir::recur::createCpuTargetMachine(const CpuTargetOptions &options) {
   return machine;
 }
 
+/// The vector forms of the math functions the kernels call, for an AVX2
+/// target: librecur_rt's entry points (lib/Runtime/VectorMath.cpp, over
+/// glibc's libmvec), 8 floats or 4 doubles at once, under both the libm
+/// names and the LLVM intrinsics that lower to them.
+static void addVectorMath(llvm::TargetLibraryInfoImpl &tlii) {
+  struct Function {
+    const char *f32[2], *f64[2], *vf32, *vf64;
+  };
+  static const Function kFunctions[] = {
+      {{"expf", "llvm.exp.f32"},
+       {"exp", "llvm.exp.f64"},
+       "recur_rt_v8_expf",
+       "recur_rt_v4_exp"},
+      {{"logf", "llvm.log.f32"},
+       {"log", "llvm.log.f64"},
+       "recur_rt_v8_logf",
+       "recur_rt_v4_log"},
+      {{"sinf", "llvm.sin.f32"},
+       {"sin", "llvm.sin.f64"},
+       "recur_rt_v8_sinf",
+       "recur_rt_v4_sin"},
+      {{"cosf", "llvm.cos.f32"},
+       {"cos", "llvm.cos.f64"},
+       "recur_rt_v8_cosf",
+       "recur_rt_v4_cos"},
+      {{"tanhf", "llvm.tanh.f32"},
+       {"tanh", "llvm.tanh.f64"},
+       "recur_rt_v8_tanhf",
+       "recur_rt_v4_tanh"},
+  };
+  std::vector<llvm::VecDesc> descs;
+  for (const Function &f : kFunctions)
+    for (int i = 0; i < 2; ++i) {
+      descs.emplace_back(f.f32[i], f.vf32, llvm::ElementCount::getFixed(8),
+                         /*Masked=*/false, "_ZGV_LLVM_N8v", std::nullopt);
+      descs.emplace_back(f.f64[i], f.vf64, llvm::ElementCount::getFixed(4),
+                         /*Masked=*/false, "_ZGV_LLVM_N4v", std::nullopt);
+    }
+  tlii.addVectorizableFunctions(descs);
+}
+
 void mlir::recur::optimizeModule(llvm::Module &module,
                                  llvm::TargetMachine &machine,
                                  unsigned optLevel) {
@@ -243,6 +285,13 @@ void mlir::recur::optimizeModule(llvm::Module &module,
   llvm::PipelineTuningOptions tuning;
   tuning.LoopVectorization = optLevel >= 2;
   tuning.SLPVectorization = optLevel >= 2;
+  // Loops that call exp & co. vectorize with librecur_rt's vector forms
+  // where the chip has AVX2 (their registers); elsewhere they stay scalar.
+  llvm::TargetLibraryInfoImpl tlii(machine.getTargetTriple());
+  if (machine.getTargetTriple().isX86() &&
+      machine.getMCSubtargetInfo()->checkFeatures("+avx2"))
+    addVectorMath(tlii);
+  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
   llvm::PassBuilder pb(&machine, tuning);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);

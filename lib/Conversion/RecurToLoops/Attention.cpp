@@ -177,8 +177,11 @@ SmallVector<Value> attendRowAllVisible(OpBuilder &b, Location loc, Value out,
         Value shifted =
             arith::SubFOp::create(rb, l, extractAt(rb, l, iter[0], i), max);
         Value w = math::ExpOp::create(rb, l, shifted);
-        return SmallVector<Value>{insertAt(rb, l, w, iter[0], i),
-                                  arith::AddFOp::create(rb, l, iter[1], w)};
+        // The sum of the weights may be reassociated: the loop then
+        // vectorizes, exp included (librecur_rt's vector forms on AVX2).
+        Value sum = arith::AddFOp::create(rb, l, iter[1], w,
+                                          arith::FastMathFlags::reassoc);
+        return SmallVector<Value>{insertAt(rb, l, w, iter[0], i), sum};
       });
   Value weighted =
       inPasses(b, loc, count, out,

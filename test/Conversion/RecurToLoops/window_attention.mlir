@@ -6,7 +6,8 @@
 // accumulated into a scratch row four channels e at a time over consecutive
 // keys (each logit summing its channels in order), scaled, and the ALiBi
 // bias -slope[h] * (p - p') added; then the largest logit, exp(logit - max)
-// in place of the logits with their sum, the weighted value rows, and the
+// in place of the logits with their sum (reassociable, so that the loop
+// vectorizes with its exp), the weighted value rows, and the
 // row divided by the sum only when some key was seen.
 
 // CHECK-LABEL: func.func @window_token_alibi
@@ -90,8 +91,8 @@
 // CHECK:     %[[WS:[^ ]+]]:2 = scf.for %{{.+}} = %{{.+}} to %[[COUNT]] {{.+}} iter_args(%{{.+}} = %[[LOGITS]], %[[SUM:[^ ]+]] = %{{.+}})
 // CHECK:       %[[SH:[^ ]+]] = arith.subf %{{.+}}, %[[MAX]] : f32
 // CHECK:       %[[W:[^ ]+]] = math.exp %[[SH]] : f32
+// CHECK:       arith.addf %[[SUM]], %[[W]] fastmath<reassoc> : f32
 // CHECK:       tensor.insert %[[W]]
-// CHECK:       arith.addf %[[SUM]], %[[W]] : f32
 // The weighted value rows likewise, four keys a pass over the output row.
 // CHECK:     %[[FOURK:[^ ]+]] = arith.constant 4 : index
 // CHECK:     %[[KPASSES:[^ ]+]] = arith.divui %[[COUNT]], %[[FOURK]] : index
