@@ -116,9 +116,10 @@ TEST_F(RecurDialectTest, GateCountsItsOperandsPerKind) {
 
 TEST_F(RecurDialectTest, RouteTopKInfersGatesAndIndices) {
   Block *entry = makeFunc({tensor({3, 11, 8})});
-  auto route = RouteTopKOp::create(builder, loc, entry->getArgument(0),
-                                   builder.getI64IntegerAttr(2),
-                                   builder.getF64FloatAttr(1e-6));
+  auto route =
+      RouteTopKOp::create(builder, loc, entry->getArgument(0),
+                          builder.getI64IntegerAttr(2),
+                          builder.getF64FloatAttr(1e-6));
   EXPECT_EQ(route.getGates().getType(), tensor({3, 11, 2}));
   EXPECT_EQ(route.getIndices().getType(),
             tensor({3, 11, 2}, builder.getI32Type()));
