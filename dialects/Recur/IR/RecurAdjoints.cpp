@@ -955,162 +955,30 @@ LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, AdjointBuilder &adjoint) {
 // window_attention
 //===----------------------------------------------------------------------===//
 
-// Through the same definition over the cache and the sequence's keys
-// ([cache; k] at positions -C .. T-1): a key is visible inside the band, the
-// T5 bias is a sum over one-hot buckets (so the table gets its gradient),
-// ALiBi adds -slope * delta. A tile of queries scores only the keys of its
-// band: from the first query's first visible key to the last query.
+// The fused backward, window_attention_grad: per query row, the softmax
+// weights recomputed over the keys it sees, then dq, and dk, dv, the bias
+// and the cache accumulated over the rows (O(T window) work, no score
+// matrix kept).
 LogicalResult WindowAttentionOp::buildAdjoint(OpBuilder &b,
                                               AdjointBuilder &adjoint) {
-  Location loc = getLoc();
-  int64_t window = getWindow(), blockLen = getBlock();
-  bool includeSelf = getIncludeSelf();
-  unsigned kNumber = getKMutable().getOperandNumber();
-  unsigned vNumber = getVMutable().getOperandNumber();
-  std::optional<unsigned> kcNumber, vcNumber;
-  if (getKCache()) {
-    kcNumber = getKCacheMutable()[0].getOperandNumber();
-    vcNumber = getVCacheMutable()[0].getOperandNumber();
-  }
-  // The first position query `i` sees, one expression for the mask below
-  // and the band of a tile of queries (it never decreases with i).
-  auto firstPositionExpr = [&](AffineExpr i) {
-    return blockLen == 0 ? i - (includeSelf ? window - 1 : window)
-                         : i.floorDiv(blockLen) * blockLen - window;
-  };
-  // Over [cache; k] (key j at position j - C): queries [start, start + len)
-  // see keys from the first query's first position to the last query.
-  // Affine ops, which recur-workspace-bound can bound.
-  auto bandRange = [&](OpBuilder &nb, Location nl, Value start, Value len) {
-    MLIRContext *ctx = nb.getContext();
-    int64_t n = getQ().getType().getRank() - 2;
-    Value cacheLen =
-        kcNumber ? tensor::DimOp::create(nb, nl, getKCache(), n).getResult()
-                 : arith::ConstantIndexOp::create(nb, nl, 0).getResult();
-    AffineExpr i = getAffineSymbolExpr(0, ctx), c = getAffineSymbolExpr(1, ctx),
-               l = getAffineSymbolExpr(2, ctx);
-    Value first = affine::AffineMaxOp::create(
-        nb, nl,
-        AffineMap::get(
-            0, 2, {firstPositionExpr(i) + c, getAffineConstantExpr(0, ctx)},
-            ctx),
-        ValueRange{start, cacheLen});
-    Value end = affine::AffineApplyOp::create(
-        nb, nl, AffineMap::get(0, 3, i + l + c, ctx),
-        ValueRange{start, cacheLen, len});
-    return std::pair<Value, Value>(first, end);
-  };
-  KeyBand band;
-  band.range = bandRange;
-  if (kcNumber)
-    band.segments.push_back({*kcNumber, *vcNumber});
-  band.segments.push_back({kNumber, vNumber});
-  return attentionAdjoint(
-      *this, getResult(), getQ(), getScale(), b, adjoint,
-      [&](const AttentionShape &s, double scale, Value q, Value resultLike,
-          ValueRange operands) -> FailureOr<Value> {
-        int64_t n = s.n;
-        BiasKind biasKind = getBiasKind();
-        if (biasKind != BiasKind::None && n < 1)
-          return FailureOr<Value>(
-              emitError("cannot differentiate a position bias without a head "
-                        "dimension"));
-
-        Value keys = operands[kNumber], values = operands[vNumber];
-        Value cacheLen = arith::ConstantIndexOp::create(b, loc, 0);
-        if (kcNumber) {
-          keys = concatAlong(b, loc, operands[*kcNumber], keys, n);
-          values = concatAlong(b, loc, operands[*vcNumber], values, n);
-          cacheLen = tensor::DimOp::create(b, loc, getKCache(), n);
-        }
-        Value scores = attentionScores(b, loc, s, q, keys, scale);
-        int64_t buckets =
-            getNumBuckets() ? static_cast<int64_t>(*getNumBuckets()) : 32;
-        int64_t maxDistance =
-            getMaxDistance() ? static_cast<int64_t>(*getMaxDistance()) : 128;
-
-        // delta = p - p' = i - (j - C).
-        auto deltaOf = [&](OpBuilder &nb, Location nl, Value i, Value j) {
-          return arith::SubIOp::create(
-              nb, nl, arith::AddIOp::create(nb, nl, i, cacheLen), j);
-        };
-        Value bias;
-        if (biasKind == BiasKind::T5) {
-          // bias[..., i, j] = sum_b [bucket(delta) == b] table[h, b] over
-          // (..., i, j, b), h the dim before T.
-          SmallVector<OpFoldResult> sizes =
-              tensor::getMixedSizes(b, loc, scores);
-          AffineMap tableMap = AffineMap::get(
-              n + 3, 0,
-              {getAffineDimExpr(n - 1, s.ctx), getAffineDimExpr(n + 2, s.ctx)},
-              s.ctx);
-          auto biasGeneric = attentionGeneric(
-              b, loc, {getBias()}, {tableMap},
-              filled(b, loc, sizes, s.elem, 0.0), s.map(n + 3, {n, n + 1}),
-              s.iters(n + 3, 1), [&](OpBuilder &nb, Location nl, ValueRange a) {
-                Value i = s.queryIndex(nb, nl, n);
-                Value j = s.keyIndex(nb, nl, n + 1);
-                Value bucketIdx = linalg::IndexOp::create(nb, nl, n + 2);
-                Value bucket = buildT5Bucket(nb, nl, deltaOf(nb, nl, i, j),
-                                             buckets, maxDistance);
-                Value hit = cmpIndex(nb, nl, arith::CmpIPredicate::eq, bucket,
-                                     bucketIdx);
-                Value term = arith::SelectOp::create(nb, nl, hit, a[0],
-                                                     s.cst(nb, nl, 0.0));
-                return arith::AddFOp::create(nb, nl, a[1], term).getResult();
-              });
-          bias = biasGeneric.getResult(0);
-        }
-        SmallVector<Value> extra;
-        SmallVector<AffineMap> extraMaps;
-        if (bias) {
-          extra.push_back(bias);
-          extraMaps.push_back(s.map(n + 2, {n, n + 1}));
-        } else if (biasKind == BiasKind::Alibi) {
-          extra.push_back(getBias());
-          extraMaps.push_back(AffineMap::get(
-              n + 2, 0, {getAffineDimExpr(n - 1, s.ctx)}, s.ctx));
-        }
-        Value masked = maskScores(
-            b, loc, s, scores, extra, extraMaps,
-            [&](OpBuilder &nb, Location nl, Value i, Value j, ValueRange) {
-              // Key j sits at position j - C; the band as in the op's
-              // definition.
-              Value pos = arith::SubIOp::create(nb, nl, j, cacheLen);
-              Value lastPos = arith::SubIOp::create(
-                  nb, nl, i,
-                  arith::ConstantIndexOp::create(nb, nl, includeSelf ? 0 : 1));
-              Value first = affine::expandAffineExpr(
-                  nb, nl,
-                  firstPositionExpr(getAffineDimExpr(0, nb.getContext())),
-                  ValueRange{i}, ValueRange{});
-              return arith::AndIOp::create(
-                         nb, nl,
-                         cmpIndex(nb, nl, arith::CmpIPredicate::sge, pos,
-                                  first),
-                         cmpIndex(nb, nl, arith::CmpIPredicate::sle, pos,
-                                  lastPos))
-                  .getResult();
-            },
-            biasKind == BiasKind::None
-                ? function_ref<Value(OpBuilder &, Location, Value, Value,
-                                     ValueRange)>()
-                : [&](OpBuilder &nb, Location nl, Value i, Value j,
-                      ValueRange a) -> Value {
-              if (biasKind == BiasKind::T5)
-                return a[0];
-              // ALiBi: -slope * delta.
-              Value delta = arith::IndexCastOp::create(nb, nl, nb.getI64Type(),
-                                                       deltaOf(nb, nl, i, j));
-              Value d = arith::SIToFPOp::create(nb, nl, s.elem, delta);
-              return arith::MulFOp::create(
-                         nb, nl, arith::NegFOp::create(nb, nl, a[0]), d)
-                  .getResult();
-            });
-        Value out = softmaxReadout(b, loc, s, masked, values, resultLike);
-        return out;
-      },
-      &band);
+  Value dy = adjoint.getCotangent(getResult());
+  if (!dy)
+    return success();
+  SmallVector<Value> operands{getQ(), getK(), getV()};
+  for (Value optional : {getBias(), getKCache(), getVCache()})
+    if (optional)
+      operands.push_back(optional);
+  SmallVector<Type> types;
+  for (Value operand : operands)
+    types.push_back(operand.getType());
+  auto grad = WindowAttentionGradOp::create(
+      b, getLoc(), types, getQ(), getK(), getV(), dy, getBias(), getKCache(),
+      getVCache(), getWindowAttr(), getBlockAttr(), getIncludeSelfAttr(),
+      getBiasKindAttr(), getScaleAttr(), getNumBucketsAttr(),
+      getMaxDistanceAttr());
+  for (auto [operand, cotangent] : llvm::zip(operands, grad.getGrads()))
+    adjoint.addCotangent(operand, cotangent);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -423,90 +423,126 @@ LogicalResult verifyQKV(Operation *op, RankedTensorType q, RankedTensorType k,
 // WindowAttentionOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult WindowAttentionOp::verify() {
-  auto qType = cast<RankedTensorType>(getQ().getType());
-  auto kType = cast<RankedTensorType>(getK().getType());
-  auto vType = cast<RankedTensorType>(getV().getType());
-  if (failed(verifyQKV(*this, qType, kType, vType, 2)))
+namespace {
+
+/// The operands and attributes of a window_attention, or of the
+/// window_attention_grad of one (the same getters).
+template <typename OpT> LogicalResult verifyWindowAttention(OpT op) {
+  auto qType = cast<RankedTensorType>(op.getQ().getType());
+  auto kType = cast<RankedTensorType>(op.getK().getType());
+  auto vType = cast<RankedTensorType>(op.getV().getType());
+  if (failed(verifyQKV(op, qType, kType, vType, 2)))
     return failure();
   int64_t timeDim = qType.getRank() - 2;
   if (!dimsCompatible(kType.getDimSize(timeDim), qType.getDimSize(timeDim)))
-    return emitOpError("'k' must cover the same ")
+    return op.emitOpError("'k' must cover the same ")
            << qType.getDimSize(timeDim)
            << " positions as 'q'; earlier keys go in the cache";
-  int64_t window = getWindowAttr().getInt(), block = getBlockAttr().getInt();
+  int64_t window = op.getWindowAttr().getInt(),
+          block = op.getBlockAttr().getInt();
   if (window < 1)
-    return emitOpError("'window' must be at least 1, got ") << window;
+    return op.emitOpError("'window' must be at least 1, got ") << window;
   if (block < 0)
-    return emitOpError("'block' must be non-negative, got ") << block;
+    return op.emitOpError("'block' must be non-negative, got ") << block;
   if (block > 0 && window % block != 0)
-    return emitOpError("'window' (")
+    return op.emitOpError("'window' (")
            << window << ") must be a multiple of 'block' (" << block << ")";
-  if (failed(verifyScale(*this, getScale())))
+  if (failed(verifyScale(op, op.getScale())))
     return failure();
 
   Type elem = qType.getElementType();
-  BiasKind kind = getBiasKind();
-  RankedTensorType biasType = rankedOf(getBias());
+  BiasKind kind = op.getBiasKind();
+  RankedTensorType biasType = rankedOf(op.getBias());
   if (kind == BiasKind::None && biasType)
-    return emitOpError("a 'bias' operand needs 'bias_kind' t5 or alibi");
+    return op.emitOpError("a 'bias' operand needs 'bias_kind' t5 or alibi");
   if (kind != BiasKind::None && !biasType)
-    return emitOpError("'bias_kind' ")
+    return op.emitOpError("'bias_kind' ")
            << stringifyBiasKind(kind) << " needs a 'bias' operand";
-  if ((getNumBuckets() || getMaxDistance()) && kind != BiasKind::T5)
-    return emitOpError(
+  if ((op.getNumBuckets() || op.getMaxDistance()) && kind != BiasKind::T5)
+    return op.emitOpError(
         "'num_buckets' and 'max_distance' apply only to the t5 bias");
   if (biasType) {
     if (qType.getRank() < 3)
-      return emitOpError("a position bias needs a heads dimension: 'q' must "
-                         "have rank >= 3");
+      return op.emitOpError("a position bias needs a heads dimension: 'q' must "
+                            "have rank >= 3");
     if (biasType.getElementType() != elem)
-      return emitOpError("'bias' element type ")
+      return op.emitOpError("'bias' element type ")
              << biasType.getElementType() << " does not match 'q' (" << elem
              << ")";
     int64_t heads = qType.getDimSize(qType.getRank() - 3);
     SmallVector<int64_t> expected{heads};
     if (kind == BiasKind::T5) {
-      int64_t buckets = getNumBuckets() ? getNumBucketsAttr().getInt() : 32;
+      int64_t buckets =
+          op.getNumBuckets() ? op.getNumBucketsAttr().getInt() : 32;
       int64_t maxDistance =
-          getMaxDistance() ? getMaxDistanceAttr().getInt() : 128;
+          op.getMaxDistance() ? op.getMaxDistanceAttr().getInt() : 128;
       if (buckets < 2 || buckets % 2 != 0)
-        return emitOpError("'num_buckets' must be even and at least 2, got ")
+        return op.emitOpError("'num_buckets' must be even and at least 2, got ")
                << buckets;
       if (maxDistance <= buckets / 2)
-        return emitOpError("'max_distance' (")
+        return op.emitOpError("'max_distance' (")
                << maxDistance << ") must exceed the " << buckets / 2
                << " exact buckets";
       expected.push_back(buckets);
     }
     if (!shapesCompatible(biasType.getShape(), expected))
-      return emitOpError("'bias' shape ")
+      return op.emitOpError("'bias' shape ")
              << shapeStr(biasType.getShape()) << " does not match "
              << (kind == BiasKind::T5 ? "[heads, num_buckets]" : "[heads]")
              << " = " << shapeStr(expected);
   }
 
-  RankedTensorType kc = rankedOf(getKCache()), vc = rankedOf(getVCache());
+  RankedTensorType kc = rankedOf(op.getKCache()), vc = rankedOf(op.getVCache());
   if (!kc != !vc)
-    return emitOpError("'k_cache' and 'v_cache' must be given together");
+    return op.emitOpError("'k_cache' and 'v_cache' must be given together");
   if (kc) {
     if (kc.getRank() != qType.getRank() ||
         !shapesCompatibleExcept(kc.getShape(), kType.getShape(), timeDim))
-      return emitOpError("'k_cache' shape ")
+      return op.emitOpError("'k_cache' shape ")
              << shapeStr(kc.getShape()) << " must match 'k' shape "
              << shapeStr(kType.getShape()) << " in all but the time dimension";
     if (vc.getRank() != qType.getRank() ||
         !shapesCompatibleExcept(vc.getShape(), vType.getShape(), timeDim))
-      return emitOpError("'v_cache' shape ")
+      return op.emitOpError("'v_cache' shape ")
              << shapeStr(vc.getShape()) << " must match 'v' shape "
              << shapeStr(vType.getShape()) << " in all but the time dimension";
     if (!dimsCompatible(kc.getDimSize(timeDim), vc.getDimSize(timeDim)))
-      return emitOpError(
+      return op.emitOpError(
           "'k_cache' and 'v_cache' must hold the same number of positions");
     if (kc.getElementType() != elem || vc.getElementType() != elem)
-      return emitOpError("the cache must have the element type of 'q' (")
+      return op.emitOpError("the cache must have the element type of 'q' (")
              << elem << ")";
   }
+  return success();
+}
+
+} // namespace
+
+LogicalResult WindowAttentionOp::verify() {
+  return verifyWindowAttention(*this);
+}
+
+LogicalResult WindowAttentionGradOp::verify() {
+  if (failed(verifyWindowAttention(*this)))
+    return failure();
+  // One cotangent per differentiable operand, in operand order, each of
+  // its operand's type.
+  SmallVector<Value> operands{getQ(), getK(), getV()};
+  for (Value optional : {getBias(), getKCache(), getVCache()})
+    if (optional)
+      operands.push_back(optional);
+  if (getGrads().size() != operands.size())
+    return emitOpError("expects ")
+           << operands.size()
+           << " results (dq, dk, dv, then dbias with a bias and dk_cache, "
+              "dv_cache with a cache), got "
+           << getGrads().size();
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(operands, getGrads())))
+    if (std::get<0>(pair).getType() != std::get<1>(pair).getType())
+      return emitOpError("result #")
+             << i << " must have the type of its operand ("
+             << std::get<0>(pair).getType() << "), got "
+             << std::get<1>(pair).getType();
   return success();
 }
 

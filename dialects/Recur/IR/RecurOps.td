@@ -342,6 +342,74 @@ def Recur_WindowAttentionOp : Recur_Op<"window_attention", [Pure,
   let hasVerifier = 1;
 }
 
+def Recur_WindowAttentionGradOp : Recur_Op<"window_attention_grad", [Pure,
+    AttrSizedOperandSegments, AllTypesMatch<["v", "dy"]>]> {
+  let summary = "the backward of window_attention, fused";
+  let description = [{
+    The cotangents of the operands of a `window_attention` with the same
+    operands and attributes, given `dy`, the cotangent of its output. The
+    results are, in order, `dq`, `dk`, `dv`, then `dbias` when there is a
+    `bias`, then `dk_cache` and `dv_cache` when there is a cache, each of
+    its operand's type. With `P` the softmax weights of a query row over
+    the keys it sees (recomputed: the forward's weights are not kept),
+    `dP_r = dy . v_r`, `dS_r = P_r (dP_r - sum_r' P_r' dP_r')`:
+
+        dq      = scale sum_r dS_r k_r
+        dk_r   += scale dS_r q           (over the queries that see r)
+        dv_r   += P_r dy
+        dbias  += dS_r at [head, bucket(delta)] (t5), or -delta dS_r (alibi)
+
+    with keys `r` over `[k_cache; k]`. A query that sees no key gets a zero
+    `dq` and gives nothing. Sums over keys and channels may be reassociated
+    (they vectorize), so results agree with other orders to rounding.
+
+    ```mlir
+    %dq, %dk, %dv = recur.window_attention_grad %q, %k, %v, %dy window 4
+        {include_self} : tensor<2x7x4xf32>, tensor<2x7x4xf32>,
+        tensor<2x7x3xf32> -> tensor<2x7x4xf32>, tensor<2x7x4xf32>,
+        tensor<2x7x3xf32>
+    ```
+  }];
+  let arguments = (ins Recur_RealTensor:$q, Recur_RealTensor:$k,
+                       Recur_RealTensor:$v, Recur_RealTensor:$dy,
+                       Optional<Recur_RealTensor>:$bias,
+                       Optional<Recur_RealTensor>:$k_cache,
+                       Optional<Recur_RealTensor>:$v_cache,
+                       I64Attr:$window,
+                       DefaultValuedAttr<I64Attr, "0">:$block,
+                       UnitAttr:$include_self,
+                       DefaultValuedAttr<Recur_BiasKindAttr,
+                         "::mlir::recur::BiasKind::None">:$bias_kind,
+                       OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<I64Attr>:$num_buckets,
+                       OptionalAttr<I64Attr>:$max_distance);
+  let results = (outs Variadic<Recur_RealTensor>:$grads);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $dy (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`cache` `(` $k_cache^ `,` $v_cache `:` type($k_cache) `,`
+     type($v_cache) `)`)?
+    `window` $window attr-dict `:` type($q) `,` type($k) `,` type($v)
+    `->` type($grads)
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::Value getDq() { return getGrads()[0]; }
+    ::mlir::Value getDk() { return getGrads()[1]; }
+    ::mlir::Value getDv() { return getGrads()[2]; }
+    /// Null without a bias.
+    ::mlir::Value getDbias() {
+      return getBias() ? getGrads()[3] : ::mlir::Value();
+    }
+    /// Null without a cache.
+    ::mlir::Value getDkCache() {
+      return getKCache() ? getGrads()[getBias() ? 4 : 3] : ::mlir::Value();
+    }
+    ::mlir::Value getDvCache() {
+      return getKCache() ? getGrads()[getBias() ? 5 : 4] : ::mlir::Value();
+    }
+  }];
+  let hasVerifier = 1;
+}
+
 def Recur_AttentionOp : Recur_Op<"attention", [Pure, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<Recur_AdjointOpInterface>]> {
   let summary = "dense softmax attention with a structured mask";

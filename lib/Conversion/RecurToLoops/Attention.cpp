@@ -408,7 +408,8 @@ Value logitsOverTransposedKeys(OpBuilder &b, Location loc, Value row, Value kT,
 
 /// The position bias of `delta` for head `head`: t5 reads the bias table at
 /// the delta's bucket, alibi gives -slope * delta.
-Value positionBias(OpBuilder &b, Location loc, WindowAttentionOp op, Value head,
+template <typename OpT>
+Value positionBias(OpBuilder &b, Location loc, OpT op, Value head,
                    Value delta) {
   Value bias = op.getBias();
   switch (op.getBiasKind()) {
@@ -496,6 +497,382 @@ struct WindowAttentionToLoops : OpRewritePattern<WindowAttentionOp> {
           return SmallVector<Value>{attendRow(b, l, args[0], ivs, dv, keys)};
         });
     rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// recur.window_attention_grad
+//===----------------------------------------------------------------------===//
+
+/// A tensor of zeros of `type` (dynamic sizes from `sizes`, one per
+/// dimension), filled by a nest of independent loops.
+Value zerosOf(OpBuilder &b, Location loc, RankedTensorType type,
+              ArrayRef<Value> sizes) {
+  Value zero = zeroOf(b, loc, type.getElementType());
+  return buildNest(
+      b, loc, sizes, emptyLike(b, loc, type, sizes),
+      [&](OpBuilder &nb, Location l, ValueRange ivs, ValueRange args) {
+        return SmallVector<Value>{insertAt(nb, l, zero, args[0], ivs)};
+      })[0];
+}
+
+/// A nest of loops one after another (not independent: `body` may
+/// accumulate into what it carries) from 0 to each of `ubs`.
+SmallVector<Value> buildSerialNest(OpBuilder &b, Location loc, ValueRange ubs,
+                                   ValueRange iterArgs, LoopBody body,
+                                   SmallVector<Value> ivs = {}) {
+  if (ubs.empty())
+    return body(b, loc, ivs, iterArgs);
+  return buildLoop(
+      b, loc, indexConst(b, loc, 0), ubs.front(), iterArgs,
+      [&](OpBuilder &nb, Location l, ValueRange iv, ValueRange args) {
+        SmallVector<Value> inner(ivs);
+        inner.push_back(iv[0]);
+        return buildSerialNest(nb, l, ubs.drop_front(), args, body, inner);
+      });
+}
+
+/// `[lead..., T, e]` from `[lead..., e, C + T]` (rows from `C` on: the
+/// sequence's) or `[lead..., C, e]` (the first `C`: the cache's), a
+/// transposed accumulator of WindowAttentionGradToLoops cut back apart.
+Value untranspose(OpBuilder &b, Location loc, Value transposed,
+                  RankedTensorType type, ArrayRef<Value> sizes, Value first) {
+  return buildNest(
+      b, loc, sizes, emptyLike(b, loc, type, sizes),
+      [&](OpBuilder &nb, Location l, ValueRange ivs, ValueRange args) {
+        ValueRange lead = ivs.drop_back(2);
+        Value row = ivs[ivs.size() - 2], e = ivs.back();
+        Value key = arith::AddIOp::create(nb, l, first, row);
+        Value x = extractAt(nb, l, transposed, concatIndices(lead, {e, key}));
+        return SmallVector<Value>{insertAt(nb, l, x, args[0], ivs)};
+      })[0];
+}
+
+/// The fused backward of window_attention, one leading index (batch, head)
+/// at a time and its query rows p in order, over the keys r that row sees
+/// (as the forward, [begin, end) of [k_cache; k]):
+///   1. the logits into a row of scratch, as the forward computes them,
+///      and their softmax P in place (the largest logit first);
+///   2. a pass over each value channel e that accumulates dP_r += dy_e
+///      v_r[e] into a second row and adds P_r dy_e to dv_r[e];
+///   3. dS_r = P_r (dP_r - sum_r' P_r' dP_r') in place of dP, and the
+///      bias's cotangent: dS_r at the bucket of p - r (t5), -(p - r) dS_r
+///      (alibi), into a partial per leading index;
+///   4. a pass over each key channel e that sums dq[e] = scale sum_r dS_r
+///      k_r[e] and adds scale dS_r q[e] to dk_r[e].
+/// Keys, values and their cotangents are held transposed ([lead..., e,
+/// C + T], the cache first), so that every inner loop runs over
+/// consecutive keys and vectorizes; the sums over keys are reassociable
+/// and products fuse with their sums. Afterwards the cotangents are cut
+/// into the sequence's and the cache's, and the bias partials summed over
+/// the leading dimensions but the heads.
+struct WindowAttentionGradToLoops : OpRewritePattern<WindowAttentionGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(WindowAttentionGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto qType = cast<RankedTensorType>(op.getQ().getType());
+    auto kType = cast<RankedTensorType>(op.getK().getType());
+    auto vType = cast<RankedTensorType>(op.getV().getType());
+    Type elem = qType.getElementType();
+    int64_t rank = qType.getRank();
+    SmallVector<Value> qSizes = dimSizes(rewriter, loc, op.getQ());
+    SmallVector<Value> kSizes = dimSizes(rewriter, loc, op.getK());
+    SmallVector<Value> vSizes = dimSizes(rewriter, loc, op.getV());
+    SmallVector<Value> lead(ArrayRef<Value>(qSizes).drop_back(2));
+    Value steps = qSizes[rank - 2], d = qSizes[rank - 1], dv = vSizes[rank - 1];
+    Value cacheLen = op.getKCache()
+                         ? dimSize(rewriter, loc, op.getKCache(), rank - 2)
+                         : indexConst(rewriter, loc, 0);
+    Value scale = attentionScale(rewriter, loc, elem, op.getScale(), d);
+    Value kT = rowsAfterCache(rewriter, loc, op.getKCache(), op.getK(),
+                              cacheLen, /*transposed=*/true);
+    Value vT = rowsAfterCache(rewriter, loc, op.getVCache(), op.getV(),
+                              cacheLen, /*transposed=*/true);
+    auto kTType = cast<RankedTensorType>(kT.getType());
+    auto vTType = cast<RankedTensorType>(vT.getType());
+    Value dkT = zerosOf(rewriter, loc, kTType, dimSizes(rewriter, loc, kT));
+    Value dvT = zerosOf(rewriter, loc, vTType, dimSizes(rewriter, loc, vT));
+    Value dq = emptyLike(rewriter, loc, qType, qSizes);
+    BiasKind biasKind = op.getBiasKind();
+    int64_t buckets = op.getNumBuckets() ? op.getNumBucketsAttr().getInt() : 32;
+    // The bias's cotangent per leading index: [lead..., buckets] (t5) or
+    // [lead...] (alibi).
+    SmallVector<Value> partialSizes(lead);
+    if (biasKind == BiasKind::T5)
+      partialSizes.push_back(indexConst(rewriter, loc, buckets));
+    SmallVector<int64_t> partialShape(qType.getShape().drop_back(2));
+    if (biasKind == BiasKind::T5)
+      partialShape.push_back(buckets);
+    auto partialType = RankedTensorType::get(partialShape, elem);
+    SmallVector<Value> carried{dq, dkT, dvT};
+    if (biasKind != BiasKind::None)
+      carried.push_back(zerosOf(rewriter, loc, partialType, partialSizes));
+    // A query sees at most window + block keys.
+    Value capacity = indexConst(rewriter, loc,
+                                op.getWindowAttr().getInt() +
+                                    op.getBlockAttr().getInt() + 1);
+    auto rowType = RankedTensorType::get({ShapedType::kDynamic}, elem);
+    auto contract = arith::FastMathFlags::contract;
+    auto reassocContract = arith::FastMathFlags::reassoc | contract;
+    auto multiplyAdd = [](OpBuilder &b, Location l, Value acc, Value x, Value y,
+                          arith::FastMathFlags flags) -> Value {
+      return arith::AddFOp::create(
+          b, l, acc, arith::MulFOp::create(b, l, x, y, flags), flags);
+    };
+
+    SmallVector<Value> results = buildNest(
+        rewriter, loc, lead, carried,
+        [&](OpBuilder &b, Location l, ValueRange ld, ValueRange args) {
+          auto idx = [&](ValueRange tail) { return concatIndices(ld, tail); };
+          Value zero = indexConst(b, l, 0);
+          Value zeroF = zeroOf(b, l, elem);
+          return buildLoop(
+              b, l, zero, steps, args,
+              [&](OpBuilder &pb, Location pl, ValueRange pIv,
+                  ValueRange it) -> SmallVector<Value> {
+                Value p = pIv[0];
+                Value begin, end;
+                std::tie(begin, end) = windowKeyRange(
+                    pb, pl, p, cacheLen, op.getWindowAttr().getInt(),
+                    op.getBlockAttr().getInt(), op.getIncludeSelf());
+                Value count = arith::SubIOp::create(pb, pl, end, begin);
+                // A row that sees no key keeps a zero dq and gives nothing.
+                SmallVector<Value> rowIt(it);
+                rowIt[0] = fillRow(
+                    pb, pl, it[0], idx({p}), d,
+                    [&](OpBuilder &, Location, Value) { return zeroF; });
+                Value seen = arith::CmpIOp::create(
+                    pb, pl, arith::CmpIPredicate::sgt, count, zero);
+                auto keyOf = [&](OpBuilder &kb, Location kl, Value i) -> Value {
+                  return arith::AddIOp::create(kb, kl, begin, i);
+                };
+                // delta = p - (r - C) of the row's i-th key.
+                auto deltaOf = [&](OpBuilder &kb, Location kl, Value i) {
+                  return arith::SubIOp::create(
+                      kb, kl, arith::AddIOp::create(kb, kl, p, cacheLen),
+                      keyOf(kb, kl, i));
+                };
+                return buildIf(
+                    pb, pl, seen, rowIt, [&](OpBuilder &rb, Location rl) {
+                      Value dqAcc = rowIt[0], dkAcc = rowIt[1],
+                            dvAcc = rowIt[2];
+                      Value partial =
+                          biasKind != BiasKind::None ? rowIt[3] : Value();
+                      // 1. P = softmax of the logits, in scratch.
+                      KeyFn bias;
+                      if (biasKind != BiasKind::None)
+                        bias = [&](OpBuilder &kb, Location kl, Value r) {
+                          Value delta = arith::SubIOp::create(
+                              kb, kl,
+                              arith::AddIOp::create(kb, kl, p, cacheLen), r);
+                          return positionBias(kb, kl, op, ld.back(), delta);
+                        };
+                      Value probs = logitsOverTransposedKeys(
+                          rb, rl, privateScratch(rb, rl, rowType, {capacity}),
+                          kT, ld, d,
+                          [&](OpBuilder &eb, Location el, Value e) {
+                            return extractAt(eb, el, op.getQ(), idx({p, e}));
+                          },
+                          scale, begin, end, bias);
+                      Value negInf =
+                          floatConst(rb, rl, elem,
+                                     -std::numeric_limits<double>::infinity());
+                      Value max = buildLoop(
+                          rb, rl, zero, count, negInf,
+                          [&](OpBuilder &ib, Location il, ValueRange i,
+                              ValueRange acc) {
+                            Value x = extractAt(ib, il, probs, i);
+                            return SmallVector<Value>{
+                                arith::MaximumFOp::create(ib, il, acc[0], x)};
+                          })[0];
+                      SmallVector<Value> weights = buildLoop(
+                          rb, rl, zero, count, ValueRange{probs, zeroF},
+                          [&](OpBuilder &ib, Location il, ValueRange i,
+                              ValueRange acc) {
+                            Value w = math::ExpOp::create(
+                                ib, il,
+                                arith::SubFOp::create(
+                                    ib, il, extractAt(ib, il, acc[0], i), max));
+                            Value sum = arith::AddFOp::create(
+                                ib, il, acc[1], w,
+                                arith::FastMathFlags::reassoc);
+                            return SmallVector<Value>{
+                                insertAt(ib, il, w, acc[0], i), sum};
+                          });
+                      Value inv = arith::DivFOp::create(
+                          rb, rl, floatConst(rb, rl, elem, 1.0), weights[1]);
+                      probs = updateRow(rb, rl, weights[0], {}, count,
+                                        [&](OpBuilder &ib, Location il, Value,
+                                            Value w) -> Value {
+                                          return arith::MulFOp::create(ib, il,
+                                                                       w, inv);
+                                        });
+
+                      // 2. dP_r = dy . v_r; dv_r += P_r dy.
+                      Value dP = fillRow(
+                          rb, rl, privateScratch(rb, rl, rowType, {capacity}),
+                          {}, count,
+                          [&](OpBuilder &, Location, Value) { return zeroF; });
+                      SmallVector<Value> afterValues = buildLoop(
+                          rb, rl, zero, dv, ValueRange{dP, dvAcc},
+                          [&](OpBuilder &eb, Location el, ValueRange e,
+                              ValueRange acc) {
+                            Value dye =
+                                extractAt(eb, el, op.getDy(), idx({p, e[0]}));
+                            return buildLoop(
+                                eb, el, zero, count, acc,
+                                [&](OpBuilder &ib, Location il, ValueRange i,
+                                    ValueRange row) {
+                                  SmallVector<Value> at =
+                                      idx({e[0], keyOf(ib, il, i[0])});
+                                  Value v = extractAt(ib, il, vT, at);
+                                  Value dPi = multiplyAdd(
+                                      ib, il, extractAt(ib, il, row[0], i), dye,
+                                      v, contract);
+                                  Value dvOld = extractAt(ib, il, row[1], at);
+                                  Value dvNew =
+                                      multiplyAdd(ib, il, dvOld,
+                                                  extractAt(ib, il, probs, i),
+                                                  dye, contract);
+                                  return SmallVector<Value>{
+                                      insertAt(ib, il, dPi, row[0], i),
+                                      insertAt(ib, il, dvNew, row[1], at)};
+                                });
+                          });
+                      dP = afterValues[0];
+                      dvAcc = afterValues[1];
+
+                      // 3. dS_r = P_r (dP_r - sum P dP), in place of dP.
+                      Value pdp = buildLoop(
+                          rb, rl, zero, count, zeroF,
+                          [&](OpBuilder &ib, Location il, ValueRange i,
+                              ValueRange acc) {
+                            return SmallVector<Value>{multiplyAdd(
+                                ib, il, acc[0], extractAt(ib, il, probs, i),
+                                extractAt(ib, il, dP, i), reassocContract)};
+                          })[0];
+                      Value dS = updateRow(
+                          rb, rl, dP, {}, count,
+                          [&](OpBuilder &ib, Location il, Value i,
+                              Value dPi) -> Value {
+                            return arith::MulFOp::create(
+                                ib, il, extractAt(ib, il, probs, i),
+                                arith::SubFOp::create(ib, il, dPi, pdp));
+                          });
+                      if (biasKind == BiasKind::T5) {
+                        int64_t maxDistance =
+                            op.getMaxDistance()
+                                ? op.getMaxDistanceAttr().getInt()
+                                : 128;
+                        partial = buildLoop(
+                            rb, rl, zero, count, partial,
+                            [&](OpBuilder &ib, Location il, ValueRange i,
+                                ValueRange acc) {
+                              Value bucket =
+                                  buildT5Bucket(ib, il, deltaOf(ib, il, i[0]),
+                                                buckets, maxDistance);
+                              SmallVector<Value> at = idx({bucket});
+                              Value sum = arith::AddFOp::create(
+                                  ib, il, extractAt(ib, il, acc[0], at),
+                                  extractAt(ib, il, dS, i));
+                              return SmallVector<Value>{
+                                  insertAt(ib, il, sum, acc[0], at)};
+                            })[0];
+                      } else if (biasKind == BiasKind::Alibi) {
+                        // d(-slope delta) / d slope = -delta.
+                        Value sum = buildLoop(
+                            rb, rl, zero, count, zeroF,
+                            [&](OpBuilder &ib, Location il, ValueRange i,
+                                ValueRange acc) {
+                              Value delta = indexToFloat(
+                                  ib, il, deltaOf(ib, il, i[0]), elem);
+                              return SmallVector<Value>{multiplyAdd(
+                                  ib, il, acc[0], delta,
+                                  extractAt(ib, il, dS, i), reassocContract)};
+                            })[0];
+                        partial = insertAt(
+                            rb, rl,
+                            arith::SubFOp::create(
+                                rb, rl, extractAt(rb, rl, partial, ld), sum),
+                            partial, ld);
+                      }
+
+                      // 4. dq = scale sum_r dS_r k_r; dk_r += scale dS_r q.
+                      SmallVector<Value> afterKeys = buildLoop(
+                          rb, rl, zero, d, ValueRange{dqAcc, dkAcc},
+                          [&](OpBuilder &eb, Location el, ValueRange e,
+                              ValueRange acc) {
+                            Value qe = arith::MulFOp::create(
+                                eb, el, scale,
+                                extractAt(eb, el, op.getQ(), idx({p, e[0]})));
+                            SmallVector<Value> swept = buildLoop(
+                                eb, el, zero, count, ValueRange{acc[1], zeroF},
+                                [&](OpBuilder &ib, Location il, ValueRange i,
+                                    ValueRange row) {
+                                  SmallVector<Value> at =
+                                      idx({e[0], keyOf(ib, il, i[0])});
+                                  Value dSi = extractAt(ib, il, dS, i);
+                                  Value sum =
+                                      multiplyAdd(ib, il, row[1], dSi,
+                                                  extractAt(ib, il, kT, at),
+                                                  reassocContract);
+                                  Value dkNew = multiplyAdd(
+                                      ib, il, extractAt(ib, il, row[0], at),
+                                      dSi, qe, contract);
+                                  return SmallVector<Value>{
+                                      insertAt(ib, il, dkNew, row[0], at), sum};
+                                });
+                            Value dqe =
+                                arith::MulFOp::create(eb, el, scale, swept[1]);
+                            return SmallVector<Value>{
+                                insertAt(eb, el, dqe, acc[0], idx({p, e[0]})),
+                                swept[0]};
+                          });
+                      SmallVector<Value> out{afterKeys[0], afterKeys[1], dvAcc};
+                      if (partial)
+                        out.push_back(partial);
+                      return out;
+                    });
+              });
+        });
+
+    // The cotangents in operand order: dq, dk, dv, dbias, dk_cache,
+    // dv_cache.
+    SmallVector<Value> grads{results[0]};
+    Value zeroIdx = indexConst(rewriter, loc, 0);
+    grads.push_back(
+        untranspose(rewriter, loc, results[1], kType, kSizes, cacheLen));
+    grads.push_back(
+        untranspose(rewriter, loc, results[2], vType, vSizes, cacheLen));
+    if (biasKind != BiasKind::None) {
+      // Summed over the leading dimensions but the heads (the last).
+      auto biasType = cast<RankedTensorType>(op.getBias().getType());
+      SmallVector<Value> biasSizes = dimSizes(rewriter, loc, op.getBias());
+      Value table = zerosOf(rewriter, loc, biasType, biasSizes);
+      grads.push_back(buildSerialNest(
+          rewriter, loc, partialSizes, table,
+          [&](OpBuilder &nb, Location l, ValueRange ivs, ValueRange args) {
+            SmallVector<Value> at(ivs.drop_front(lead.size() - 1));
+            Value sum =
+                arith::AddFOp::create(nb, l, extractAt(nb, l, args[0], at),
+                                      extractAt(nb, l, results[3], ivs));
+            return SmallVector<Value>{insertAt(nb, l, sum, args[0], at)};
+          })[0]);
+    }
+    if (op.getKCache()) {
+      SmallVector<Value> kcSizes = dimSizes(rewriter, loc, op.getKCache());
+      SmallVector<Value> vcSizes = dimSizes(rewriter, loc, op.getVCache());
+      grads.push_back(untranspose(
+          rewriter, loc, results[1],
+          cast<RankedTensorType>(op.getKCache().getType()), kcSizes, zeroIdx));
+      grads.push_back(untranspose(
+          rewriter, loc, results[2],
+          cast<RankedTensorType>(op.getVCache().getType()), vcSizes, zeroIdx));
+    }
+    rewriter.replaceOp(op, grads);
     return success();
   }
 };
@@ -690,6 +1067,6 @@ struct RelAttentionToLoops : OpRewritePattern<RelAttentionOp> {
 
 void mlir::recur::loops::populateAttentionPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<WindowAttentionToLoops, AttentionToLoops, RelAttentionToLoops>(
-      patterns.getContext());
+  patterns.add<WindowAttentionToLoops, WindowAttentionGradToLoops,
+               AttentionToLoops, RelAttentionToLoops>(patterns.getContext());
 }

@@ -138,3 +138,22 @@ func.func @rel_attention_scale_dynamic(%q: tensor<4x16x32xf64>, %k: tensor<4x?x3
   %o = recur.rel_attention %q, %k, %v, %r, %u, %pb {scale = 5.000000e-01 : f64} : tensor<4x16x32xf64>, tensor<4x?x32xf64>, tensor<4x?x8xf64>, tensor<4x?x32xf64>, tensor<4x32xf64>, tensor<4x32xf64>
   return %o : tensor<4x16x8xf64>
 }
+
+// recur.window_attention_grad: dq, dk, dv, then dbias with a bias and
+// dk_cache, dv_cache with a cache.
+// CHECK-LABEL: func.func @window_attention_grad_plain(
+// CHECK-SAME: [[Q:%.+]]: tensor<2x64x16xf32>, [[K:%.+]]: tensor<2x64x16xf32>, [[V:%.+]]: tensor<2x64x8xf32>, [[DY:%.+]]: tensor<2x64x8xf32>)
+// CHECK-NEXT: [[G:%.+]]:3 = recur.window_attention_grad [[Q]], [[K]], [[V]], [[DY]] window 4 {include_self} : tensor<2x64x16xf32>, tensor<2x64x16xf32>, tensor<2x64x8xf32> -> tensor<2x64x16xf32>, tensor<2x64x16xf32>, tensor<2x64x8xf32>
+// CHECK-NEXT: return [[G]]#0, [[G]]#1, [[G]]#2
+func.func @window_attention_grad_plain(%q: tensor<2x64x16xf32>, %k: tensor<2x64x16xf32>, %v: tensor<2x64x8xf32>, %dy: tensor<2x64x8xf32>) -> (tensor<2x64x16xf32>, tensor<2x64x16xf32>, tensor<2x64x8xf32>) {
+  %dq, %dk, %dv = recur.window_attention_grad %q, %k, %v, %dy window 4 {include_self} : tensor<2x64x16xf32>, tensor<2x64x16xf32>, tensor<2x64x8xf32> -> tensor<2x64x16xf32>, tensor<2x64x16xf32>, tensor<2x64x8xf32>
+  return %dq, %dk, %dv : tensor<2x64x16xf32>, tensor<2x64x16xf32>, tensor<2x64x8xf32>
+}
+
+// CHECK-LABEL: func.func @window_attention_grad_t5_cache(
+// CHECK-SAME: [[Q:%.+]]: tensor<2x4x32x8xf32>, [[K:%.+]]: tensor<2x4x32x8xf32>, [[V:%.+]]: tensor<2x4x32x8xf32>, [[DY:%.+]]: tensor<2x4x32x8xf32>, [[T5:%.+]]: tensor<4x16xf32>, [[KC:%.+]]: tensor<2x4x16x8xf32>, [[VC:%.+]]: tensor<2x4x16x8xf32>)
+// CHECK-NEXT: [[G:%.+]]:6 = recur.window_attention_grad [[Q]], [[K]], [[V]], [[DY]] bias([[T5]] : tensor<4x16xf32>) cache([[KC]], [[VC]] : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) window 16 {bias_kind = #recur.bias<t5>, block = 16 : i64, max_distance = 64 : i64, num_buckets = 16 : i64, scale = 1.000000e+00 : f64} : tensor<2x4x32x8xf32>, tensor<2x4x32x8xf32>, tensor<2x4x32x8xf32> -> tensor<2x4x32x8xf32>, tensor<2x4x32x8xf32>, tensor<2x4x32x8xf32>, tensor<4x16xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>
+func.func @window_attention_grad_t5_cache(%q: tensor<2x4x32x8xf32>, %k: tensor<2x4x32x8xf32>, %v: tensor<2x4x32x8xf32>, %dy: tensor<2x4x32x8xf32>, %t5: tensor<4x16xf32>, %kc: tensor<2x4x16x8xf32>, %vc: tensor<2x4x16x8xf32>) -> tensor<4x16xf32> {
+  %g:6 = recur.window_attention_grad %q, %k, %v, %dy bias(%t5 : tensor<4x16xf32>) cache(%kc, %vc : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) window 16 {bias_kind = #recur.bias<t5>, block = 16 : i64, num_buckets = 16 : i64, max_distance = 64 : i64, scale = 1.0 : f64} : tensor<2x4x32x8xf32>, tensor<2x4x32x8xf32>, tensor<2x4x32x8xf32> -> tensor<2x4x32x8xf32>, tensor<2x4x32x8xf32>, tensor<2x4x32x8xf32>, tensor<4x16xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>
+  return %g#3 : tensor<4x16xf32>
+}

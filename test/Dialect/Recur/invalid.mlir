@@ -935,6 +935,33 @@ func.func @window_attention_unknown_bias_kind(%q: tensor<2x16x8xf32>, %s: tensor
 
 // -----
 
+// recur.window_attention_grad: the forward's checks, then one cotangent per
+// operand, each of its operand's type.
+
+func.func @window_attention_grad_forward_checked(%q: tensor<16x8xf32>) {
+  // expected-error @+1 {{'recur.window_attention_grad' op 'window' must be at least 1, got 0}}
+  %dq, %dk, %dv = recur.window_attention_grad %q, %q, %q, %q window 0 : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32> -> tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @window_attention_grad_missing_cache_grads(%q: tensor<16x8xf32>, %kc: tensor<4x8xf32>) {
+  // expected-error @+1 {{'recur.window_attention_grad' op expects 5 results (dq, dk, dv, then dbias with a bias and dk_cache, dv_cache with a cache), got 3}}
+  %dq, %dk, %dv = recur.window_attention_grad %q, %q, %q, %q cache(%kc, %kc : tensor<4x8xf32>, tensor<4x8xf32>) window 4 : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32> -> tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @window_attention_grad_wrong_type(%q: tensor<16x8xf32>, %v: tensor<16x4xf32>) {
+  // expected-error @+1 {{'recur.window_attention_grad' op result #2 must have the type of its operand ('tensor<16x4xf32>'), got 'tensor<16x8xf32>'}}
+  %dq, %dk, %dv = recur.window_attention_grad %q, %q, %v, %v window 4 : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x4xf32> -> tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
+  return
+}
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // recur.attention
 //===----------------------------------------------------------------------===//
