@@ -97,6 +97,7 @@ void mlir::recur::buildReferenceLoweringPipeline(OpPassManager &pm) {
       "convert-complex-to-standard,"
       "convert-math-to-llvm,"
       "convert-math-to-libm,"
+      "convert-vector-to-llvm,"
       "convert-to-llvm,"
       "reconcile-unrealized-casts";
   appendPipeline(pm, kPipeline, "reference lowering pipeline");
@@ -111,10 +112,12 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
   // every buffer the kernel allocates drawn from the runtime
   // (`_mlir_memref_to_llvm_alloc` and friends, defined by librecur_rt).
   // memref.alloca_scope (from the OpenMP conversion) is lowered with the
-  // rest of memref before scf becomes cf, which it needs. Once every buffer
-  // is a memref.alloc, each layer F gets F_workspace, the bound on what its
-  // buffers hold at once (recur_workspace_size). Outputs are written into
-  // destination arguments (recur_layer_desc.output_destinations), and a
+  // rest of memref before scf becomes cf, which it needs. Vector transfers
+  // (the register blocks of window_attention_grad) become plain vector
+  // loads and stores (convert-vector-to-llvm) before memref goes to LLVM. Once
+  // every buffer is a memref.alloc, each layer F gets F_workspace, the bound on
+  // what its buffers hold at once (recur_workspace_size). Outputs are written
+  // into destination arguments (recur_layer_desc.output_destinations), and a
   // linear scan across channels splits each row into about a thread's share
   // (scan-group=0) and writes an output larger than the last-level cache
   // around it (recur-stream-stores); a reduction's innermost loop carries
@@ -132,6 +135,7 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
       "convert-scf-to-openmp,"
       "expand-strided-metadata,"
       "lower-affine,"
+      "convert-vector-to-llvm,"
       "finalize-memref-to-llvm{use-generic-functions},"
       "convert-scf-to-cf,"
       "convert-complex-to-standard,"

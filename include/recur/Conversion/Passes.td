@@ -46,7 +46,16 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
       mask and key padding; a two-pass safe softmax (the largest logit, then
       `exp(logit - max)`, their sum and the weighted value rows), so no
       exponential exceeds 1, and a zero row for a query that sees no key.
-      The T5 bucket is computed in f64 like the float64 oracle's.
+      The T5 bucket counts how many of its log-spaced buckets' first
+      distances (found at compile time with the float64 oracle's formula)
+      a distance reaches.
+    - `window_attention_grad`: per leading index, tiles of 16 queries over
+      the union of their bands in whole vectors of keys, the keys, values
+      and their cotangents transposed and zero-padded to whole vectors; per
+      tile the logits and dy V^T in register blocks of vectors, the softmax
+      and dS = P (dP - sum P dP) per row over its band, dV^T += dy^T P,
+      dK^T += Q^T dS and dq = dS K in register blocks (`vector.fma`); the
+      position bias read and its cotangent summed per distance.
     - `block_recurrence`: an `scf.for` over the blocks, each input block an
       `extract_slice`, the body inlined, each output block an
       `insert_slice`, the carried values as iteration arguments.

@@ -15,6 +15,10 @@
 // each logit still sums its channels in order, as the scalar dot product
 // does, so the results are the same bits.
 //
+// recur.window_attention_grad, the fused backward, goes by tiles of queries
+// over the union of their bands, its products (Q K^T, dY V^T, dY^T P, Q^T
+// dS, dS K) in register blocks of vectors over consecutive keys.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Patterns.h"
@@ -22,9 +26,11 @@
 
 #include "Recur/IR/Recur.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <functional>
@@ -533,40 +539,183 @@ SmallVector<Value> buildSerialNest(OpBuilder &b, Location loc, ValueRange ubs,
       });
 }
 
-/// `[lead..., T, e]` from `[lead..., e, C + T]` (rows from `C` on: the
-/// sequence's) or `[lead..., C, e]` (the first `C`: the cache's), a
-/// transposed accumulator of WindowAttentionGradToLoops cut back apart.
-Value untranspose(OpBuilder &b, Location loc, Value transposed,
-                  RankedTensorType type, ArrayRef<Value> sizes, Value first) {
+/// Rows of a transposition that go together: the block's source rows (or
+/// destination rows) stay in the first-level cache while it sweeps the
+/// columns.
+constexpr int64_t kTransposeBlock = 8;
+
+/// Copies between `[lead..., R, E]` and the columns [offset, offset + R) of
+/// `[lead..., E, columns]`: into the transposed form (`intoTransposed`,
+/// `src` the rows) or out of it, kTransposeBlock rows at a time, each block
+/// of a leading index an independent iteration. Returns the new `dst`.
+Value copyTransposed(OpBuilder &b, Location loc, Value src, Value dst,
+                     ValueRange lead, Value rows, Value width, Value offset,
+                     bool intoTransposed) {
+  MLIRContext *ctx = b.getContext();
+  Value blocks = affine::AffineApplyOp::create(
+      b, loc,
+      AffineMap::get(0, 1,
+                     getAffineSymbolExpr(0, ctx).ceilDiv(kTransposeBlock)),
+      ValueRange{rows});
+  SmallVector<Value> ubs(lead);
+  ubs.push_back(blocks);
   return buildNest(
-      b, loc, sizes, emptyLike(b, loc, type, sizes),
+      b, loc, ubs, dst,
       [&](OpBuilder &nb, Location l, ValueRange ivs, ValueRange args) {
-        ValueRange lead = ivs.drop_back(2);
-        Value row = ivs[ivs.size() - 2], e = ivs.back();
-        Value key = arith::AddIOp::create(nb, l, first, row);
-        Value x = extractAt(nb, l, transposed, concatIndices(lead, {e, key}));
-        return SmallVector<Value>{insertAt(nb, l, x, args[0], ivs)};
+        ValueRange at = ivs.drop_back();
+        Value r0 = arith::MulIOp::create(nb, l, ivs.back(),
+                                         indexConst(nb, l, kTransposeBlock));
+        Value n =
+            arith::MinUIOp::create(nb, l, indexConst(nb, l, kTransposeBlock),
+                                   arith::SubIOp::create(nb, l, rows, r0));
+        Value zero = indexConst(nb, l, 0);
+        return buildLoop(
+            nb, l, zero, width, args,
+            [&](OpBuilder &eb, Location el, ValueRange e, ValueRange acc) {
+              return buildLoop(
+                  eb, el, zero, n, acc,
+                  [&](OpBuilder &jb, Location jl, ValueRange j,
+                      ValueRange out) {
+                    Value r = arith::AddIOp::create(jb, jl, r0, j[0]);
+                    Value col = arith::AddIOp::create(jb, jl, offset, r);
+                    SmallVector<Value> rowAt = concatIndices(at, {r, e[0]});
+                    SmallVector<Value> colAt = concatIndices(at, {e[0], col});
+                    Value x =
+                        extractAt(jb, jl, src, intoTransposed ? rowAt : colAt);
+                    return SmallVector<Value>{insertAt(
+                        jb, jl, x, out[0], intoTransposed ? colAt : rowAt)};
+                  });
+            });
       })[0];
 }
 
-/// The fused backward of window_attention, one leading index (batch, head)
-/// at a time and its query rows p in order, over the keys r that row sees
-/// (as the forward, [begin, end) of [k_cache; k]):
-///   1. the logits into a row of scratch, as the forward computes them,
-///      and their softmax P in place (the largest logit first);
-///   2. a pass over each value channel e that accumulates dP_r += dy_e
-///      v_r[e] into a second row and adds P_r dy_e to dv_r[e];
-///   3. dS_r = P_r (dP_r - sum_r' P_r' dP_r') in place of dP, and the
-///      bias's cotangent: dS_r at the bucket of p - r (t5), -(p - r) dS_r
-///      (alibi), into a partial per leading index;
-///   4. a pass over each key channel e that sums dq[e] = scale sum_r dS_r
-///      k_r[e] and adds scale dS_r q[e] to dk_r[e].
-/// Keys, values and their cotangents are held transposed ([lead..., e,
-/// C + T], the cache first), so that every inner loop runs over
-/// consecutive keys and vectorizes; the sums over keys are reassociable
-/// and products fuse with their sums. Afterwards the cotangents are cut
-/// into the sequence's and the cache's, and the bias partials summed over
-/// the leading dimensions but the heads.
+/// `[lead..., T, e]` from the columns [first, first + T) of a transposed
+/// accumulator `[lead..., e, columns]` of WindowAttentionGradToLoops (the
+/// cache's cotangent: the first C; the sequence's: the T after them).
+Value untranspose(OpBuilder &b, Location loc, Value transposed,
+                  RankedTensorType type, ArrayRef<Value> sizes, Value first) {
+  int64_t rank = type.getRank();
+  return copyTransposed(b, loc, transposed, emptyLike(b, loc, type, sizes),
+                        ArrayRef<Value>(sizes).drop_back(2), sizes[rank - 2],
+                        sizes[rank - 1], first, /*intoTransposed=*/false);
+}
+
+/// Queries of window_attention_grad's tiles: each tile's keys (the union of
+/// its rows' bands) are read and its key and value cotangents written once
+/// for all its rows. (32 measured no faster at W = 512, d = 64.)
+constexpr int64_t kGradQueryTile = 16;
+/// The register blocks of its products: kGradBlockRows x kGradBlockCols
+/// vector accumulators.
+constexpr int64_t kGradBlockRows = 4, kGradBlockCols = 2;
+
+/// The vector lanes of `elem` in a 256-bit register.
+int64_t vectorLanes(Type elem) { return 256 / elem.getIntOrFloatBitWidth(); }
+
+/// `[lead..., e, R]` from `seq` `[lead..., T, e]` after `cache` `[lead...,
+/// C, e]` (when given), transposed, its R >= C + T columns zero past C + T.
+Value transposedAfterCache(OpBuilder &b, Location loc, Value cache, Value seq,
+                           Value cacheLen, Value columns) {
+  auto type = cast<RankedTensorType>(seq.getType());
+  int64_t rank = type.getRank();
+  SmallVector<Value> sizes = dimSizes(b, loc, seq);
+  SmallVector<Value> lead(ArrayRef<Value>(sizes).drop_back(2));
+  Value width = sizes[rank - 1];
+  SmallVector<int64_t> shape(type.getShape().drop_back(2));
+  shape.append({type.getDimSize(rank - 1), ShapedType::kDynamic});
+  SmallVector<Value> outSizes(lead);
+  outSizes.append({width, columns});
+  Value out = emptyLike(
+      b, loc, RankedTensorType::get(shape, type.getElementType()), outSizes);
+  Value zero = indexConst(b, loc, 0);
+  if (cache)
+    out = copyTransposed(b, loc, cache, out, lead, cacheLen, width, zero,
+                         /*intoTransposed=*/true);
+  out = copyTransposed(b, loc, seq, out, lead, sizes[rank - 2], width, cacheLen,
+                       /*intoTransposed=*/true);
+  // The padding columns.
+  Value used = arith::AddIOp::create(b, loc, cacheLen, sizes[rank - 2]);
+  Value zeroF = zeroOf(b, loc, type.getElementType());
+  SmallVector<Value> ubs(lead);
+  ubs.push_back(width);
+  return buildNest(
+      b, loc, ubs, out,
+      [&](OpBuilder &nb, Location l, ValueRange ivs, ValueRange args) {
+        return buildLoop(
+            nb, l, used, columns, args,
+            [&](OpBuilder &cb, Location cl, ValueRange c, ValueRange acc) {
+              return SmallVector<Value>{
+                  insertAt(cb, cl, zeroF, acc[0], concatIndices(ivs, c))};
+            });
+      })[0];
+}
+
+/// One register block of a product: `acc[i * cols + c] += x(k, i) * y(k,
+/// c)` for k in [0, n), the rows x cols vectors carried in registers
+/// (iteration arguments) through the loop over k.
+using VectorFn =
+    function_ref<Value(OpBuilder &, Location, Value k, int64_t index)>;
+SmallVector<Value> fmaBlock(OpBuilder &b, Location loc, Value n,
+                            ValueRange init, int64_t rows, int64_t cols,
+                            VectorFn x, VectorFn y) {
+  return buildLoop(
+      b, loc, indexConst(b, loc, 0), n, init,
+      [&](OpBuilder &kb, Location kl, ValueRange k, ValueRange acc) {
+        SmallVector<Value> xs, ys, out;
+        for (int64_t i = 0; i < rows; ++i)
+          xs.push_back(x(kb, kl, k[0], i));
+        for (int64_t c = 0; c < cols; ++c)
+          ys.push_back(y(kb, kl, k[0], c));
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t c = 0; c < cols; ++c)
+            out.push_back(
+                vector::FMAOp::create(kb, kl, xs[i], ys[c], acc[i * cols + c]));
+        return out;
+      });
+}
+
+/// The body of forBlocks: the first row and column of a block, its static
+/// extent, and the carried values.
+using GridBody = function_ref<SmallVector<Value>(
+    OpBuilder &, Location, Value row, int64_t rows, Value col, int64_t cols,
+    ValueRange args)>;
+
+/// Covers an m x n grid with blocks of kGradBlockRows x kGradBlockCols,
+/// then blocks one row or one column wide over what is left. (Going down
+/// the columns first, so that what a block reads of its column stays in
+/// the first-level cache for the next, measured no faster.)
+SmallVector<Value> forBlocks(OpBuilder &b, Location loc, Value m, Value n,
+                             ValueRange iterArgs, GridBody body) {
+  return buildBlockedLoop(
+      b, loc, m, kGradBlockRows, iterArgs,
+      [&](OpBuilder &rb, Location rl, ArrayRef<Value> rows, ValueRange args) {
+        return buildBlockedLoop(rb, rl, n, kGradBlockCols, args,
+                                [&](OpBuilder &cb, Location cl,
+                                    ArrayRef<Value> cols, ValueRange inner) {
+                                  return body(cb, cl, rows[0], rows.size(),
+                                              cols[0], cols.size(), inner);
+                                });
+      });
+}
+
+/// The fused backward of window_attention. Per leading index (batch, head)
+/// the queries go by tiles of kGradQueryTile rows over the union of their
+/// bands, cut to whole vectors [cb, ce) of the keys (the transposed keys,
+/// values and their cotangents are zero-padded to whole vectors). Per tile,
+/// with Q, dY its rows (zeros past T) and the scratch S, G [tile, ce - cb]:
+///   S = Q K^T (register blocks, over the key channels), then per row the
+///   scale and position bias over its own band, -inf-free: keys outside the
+///   band get P = 0, the softmax P over the band in place;
+///   G = dY V^T, then per row G = scale P (G - sum P G) and the bias's
+///   cotangent (from P (G - sum P G), by delta);
+///   dV^T[:, cb:ce] += dY^T P,  dK^T[:, cb:ce] += Q^T G,  dq = G K.
+/// The products go by register blocks of vectors over consecutive keys
+/// (kGradBlockRows x kGradBlockCols accumulators); their sums may be
+/// reassociated, so results agree with other orders to rounding. A
+/// position bias depends on delta = p - p' only: per leading index it is
+/// read once per delta (0 .. window + block), and its cotangent summed per
+/// delta before it goes to the table's buckets (t5) or the slope (alibi).
+/// Finally the cotangents are cut into the sequence's and the cache's and
+/// the bias's summed over the leading dimensions but the heads.
 struct WindowAttentionGradToLoops : OpRewritePattern<WindowAttentionGradOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -578,6 +727,17 @@ struct WindowAttentionGradToLoops : OpRewritePattern<WindowAttentionGradOp> {
     auto vType = cast<RankedTensorType>(op.getV().getType());
     Type elem = qType.getElementType();
     int64_t rank = qType.getRank();
+    int64_t lanes = vectorLanes(elem);
+    auto vecType = VectorType::get({lanes}, elem);
+    int64_t window = op.getWindowAttr().getInt();
+    int64_t blockLen = op.getBlockAttr().getInt();
+    bool includeSelf = op.getIncludeSelf();
+    // The largest delta a query sees.
+    int64_t maxDelta = window + blockLen;
+    // The widest tile: its rows' bands (at most maxDelta + 1 keys each,
+    // one more start per row) and a partial vector at each end.
+    int64_t tileWidth =
+        llvm::divideCeil(maxDelta + kGradQueryTile + 2 * lanes, lanes) * lanes;
     SmallVector<Value> qSizes = dimSizes(rewriter, loc, op.getQ());
     SmallVector<Value> kSizes = dimSizes(rewriter, loc, op.getK());
     SmallVector<Value> vSizes = dimSizes(rewriter, loc, op.getV());
@@ -587,256 +747,490 @@ struct WindowAttentionGradToLoops : OpRewritePattern<WindowAttentionGradOp> {
                          ? dimSize(rewriter, loc, op.getKCache(), rank - 2)
                          : indexConst(rewriter, loc, 0);
     Value scale = attentionScale(rewriter, loc, elem, op.getScale(), d);
-    Value kT = rowsAfterCache(rewriter, loc, op.getKCache(), op.getK(),
-                              cacheLen, /*transposed=*/true);
-    Value vT = rowsAfterCache(rewriter, loc, op.getVCache(), op.getV(),
-                              cacheLen, /*transposed=*/true);
-    auto kTType = cast<RankedTensorType>(kT.getType());
-    auto vTType = cast<RankedTensorType>(vT.getType());
-    Value dkT = zerosOf(rewriter, loc, kTType, dimSizes(rewriter, loc, kT));
-    Value dvT = zerosOf(rewriter, loc, vTType, dimSizes(rewriter, loc, vT));
+    MLIRContext *ctx = rewriter.getContext();
+    AffineExpr s0 = getAffineSymbolExpr(0, ctx),
+               s1 = getAffineSymbolExpr(1, ctx);
+    // Columns of the transposed keys: C + T rounded up to whole vectors.
+    Value columns = affine::AffineApplyOp::create(
+        rewriter, loc, AffineMap::get(0, 2, (s0 + s1).ceilDiv(lanes) * lanes),
+        ValueRange{cacheLen, steps});
+    Value kT = transposedAfterCache(rewriter, loc, op.getKCache(), op.getK(),
+                                    cacheLen, columns);
+    Value vT = transposedAfterCache(rewriter, loc, op.getVCache(), op.getV(),
+                                    cacheLen, columns);
+    Value dkT = zerosOf(rewriter, loc, cast<RankedTensorType>(kT.getType()),
+                        dimSizes(rewriter, loc, kT));
+    Value dvT = zerosOf(rewriter, loc, cast<RankedTensorType>(vT.getType()),
+                        dimSizes(rewriter, loc, vT));
     Value dq = emptyLike(rewriter, loc, qType, qSizes);
     BiasKind biasKind = op.getBiasKind();
     int64_t buckets = op.getNumBuckets() ? op.getNumBucketsAttr().getInt() : 32;
+    int64_t maxDistance =
+        op.getMaxDistance() ? op.getMaxDistanceAttr().getInt() : 128;
     // The bias's cotangent per leading index: [lead..., buckets] (t5) or
     // [lead...] (alibi).
     SmallVector<Value> partialSizes(lead);
-    if (biasKind == BiasKind::T5)
-      partialSizes.push_back(indexConst(rewriter, loc, buckets));
     SmallVector<int64_t> partialShape(qType.getShape().drop_back(2));
-    if (biasKind == BiasKind::T5)
+    if (biasKind == BiasKind::T5) {
+      partialSizes.push_back(indexConst(rewriter, loc, buckets));
       partialShape.push_back(buckets);
+    }
     auto partialType = RankedTensorType::get(partialShape, elem);
     SmallVector<Value> carried{dq, dkT, dvT};
     if (biasKind != BiasKind::None)
       carried.push_back(zerosOf(rewriter, loc, partialType, partialSizes));
-    // A query sees at most window + block keys.
-    Value capacity = indexConst(rewriter, loc,
-                                op.getWindowAttr().getInt() +
-                                    op.getBlockAttr().getInt() + 1);
-    auto rowType = RankedTensorType::get({ShapedType::kDynamic}, elem);
-    auto contract = arith::FastMathFlags::contract;
-    auto reassocContract = arith::FastMathFlags::reassoc | contract;
-    auto multiplyAdd = [](OpBuilder &b, Location l, Value acc, Value x, Value y,
-                          arith::FastMathFlags flags) -> Value {
-      return arith::AddFOp::create(
-          b, l, acc, arith::MulFOp::create(b, l, x, y, flags), flags);
-    };
+
+    auto reassoc = arith::FastMathFlags::reassoc;
+    auto dynamic = ShapedType::kDynamic;
+    auto rowType = RankedTensorType::get({dynamic}, elem);
+    auto tileType = RankedTensorType::get({kGradQueryTile, dynamic}, elem);
+    Value tileRows = indexConst(rewriter, loc, kGradQueryTile);
+    Value tileCols = indexConst(rewriter, loc, tileWidth);
+    Value deltas = indexConst(rewriter, loc, maxDelta + 1);
+    Value lanesV = indexConst(rewriter, loc, lanes);
 
     SmallVector<Value> results = buildNest(
         rewriter, loc, lead, carried,
-        [&](OpBuilder &b, Location l, ValueRange ld, ValueRange args) {
+        [&](OpBuilder &b, Location l, ValueRange ld,
+            ValueRange args) -> SmallVector<Value> {
           auto idx = [&](ValueRange tail) { return concatIndices(ld, tail); };
           Value zero = indexConst(b, l, 0);
           Value zeroF = zeroOf(b, l, elem);
-          return buildLoop(
-              b, l, zero, steps, args,
-              [&](OpBuilder &pb, Location pl, ValueRange pIv,
+          Value head = ld.empty() ? Value() : ld.back();
+          // The bias of each delta, and its cotangent summed per delta.
+          Value biasOfDelta, gradOfDelta;
+          if (biasKind != BiasKind::None) {
+            biasOfDelta =
+                fillRow(b, l, privateScratch(b, l, rowType, {deltas}), {},
+                        deltas, [&](OpBuilder &fb, Location fl, Value delta) {
+                          return positionBias(fb, fl, op, head, delta);
+                        });
+            gradOfDelta = fillRow(
+                b, l, privateScratch(b, l, rowType, {deltas}), {}, deltas,
+                [&](OpBuilder &, Location, Value) { return zeroF; });
+          }
+          SmallVector<Value> tileArgs(args.take_front(3));
+          if (gradOfDelta)
+            tileArgs.push_back(gradOfDelta);
+          Value tiles = affine::AffineApplyOp::create(
+              b, l, AffineMap::get(0, 1, s0.ceilDiv(kGradQueryTile)),
+              ValueRange{steps});
+          SmallVector<Value> swept = buildLoop(
+              b, l, zero, tiles, tileArgs,
+              [&](OpBuilder &tb, Location tl, ValueRange tIv,
                   ValueRange it) -> SmallVector<Value> {
-                Value p = pIv[0];
-                Value begin, end;
-                std::tie(begin, end) = windowKeyRange(
-                    pb, pl, p, cacheLen, op.getWindowAttr().getInt(),
-                    op.getBlockAttr().getInt(), op.getIncludeSelf());
-                Value count = arith::SubIOp::create(pb, pl, end, begin);
-                // A row that sees no key keeps a zero dq and gives nothing.
-                SmallVector<Value> rowIt(it);
-                rowIt[0] = fillRow(
-                    pb, pl, it[0], idx({p}), d,
-                    [&](OpBuilder &, Location, Value) { return zeroF; });
-                Value seen = arith::CmpIOp::create(
-                    pb, pl, arith::CmpIPredicate::sgt, count, zero);
-                auto keyOf = [&](OpBuilder &kb, Location kl, Value i) -> Value {
-                  return arith::AddIOp::create(kb, kl, begin, i);
+                Value p0 = arith::MulIOp::create(tb, tl, tIv[0], tileRows);
+                Value rows = arith::MinUIOp::create(
+                    tb, tl, tileRows, arith::SubIOp::create(tb, tl, steps, p0));
+                Value pLast = arith::SubIOp::create(
+                    tb, tl, arith::AddIOp::create(tb, tl, p0, rows),
+                    indexConst(tb, tl, 1));
+                auto range = [&](OpBuilder &rb, Location rl, Value p) {
+                  return windowKeyRange(rb, rl, p, cacheLen, window, blockLen,
+                                        includeSelf);
                 };
-                // delta = p - (r - C) of the row's i-th key.
-                auto deltaOf = [&](OpBuilder &kb, Location kl, Value i) {
-                  return arith::SubIOp::create(
-                      kb, kl, arith::AddIOp::create(kb, kl, p, cacheLen),
-                      keyOf(kb, kl, i));
+                Value first = range(tb, tl, p0).first;
+                Value last = range(tb, tl, pLast).second;
+                // The tile's keys in whole vectors: [cb, ce).
+                Value cb = arith::MulIOp::create(
+                    tb, tl, arith::DivUIOp::create(tb, tl, first, lanesV),
+                    lanesV);
+                Value ce = arith::MulIOp::create(
+                    tb, tl,
+                    arith::CeilDivUIOp::create(
+                        tb, tl, arith::MaxSIOp::create(tb, tl, last, first),
+                        lanesV),
+                    lanesV);
+                Value width = arith::SubIOp::create(tb, tl, ce, cb);
+                Value chunks = arith::DivUIOp::create(tb, tl, width, lanesV);
+                // The tile's rows of q and dy (zeros past T).
+                auto tileOf = [&](Value source, Value channels) {
+                  Value t =
+                      privateScratch(tb, tl, tileType, {tileRows, channels});
+                  return buildLoop(
+                      tb, tl, zero, tileRows, t,
+                      [&](OpBuilder &ib, Location il, ValueRange i,
+                          ValueRange acc) {
+                        Value inside = arith::CmpIOp::create(
+                            ib, il, arith::CmpIPredicate::ult, i[0], rows);
+                        Value p = arith::AddIOp::create(ib, il, p0, i[0]);
+                        return SmallVector<Value>{fillRow(
+                            ib, il, acc[0], {i[0]}, channels,
+                            [&](OpBuilder &eb, Location el, Value e) -> Value {
+                              auto ifOp = scf::IfOp::create(
+                                  eb, el, inside,
+                                  [&](OpBuilder &xb, Location xl) {
+                                    scf::YieldOp::create(
+                                        xb, xl,
+                                        extractAt(xb, xl, source, idx({p, e})));
+                                  },
+                                  [&](OpBuilder &xb, Location xl) {
+                                    scf::YieldOp::create(xb, xl, zeroF);
+                                  });
+                              return ifOp.getResult(0);
+                            })};
+                      })[0];
                 };
-                return buildIf(
-                    pb, pl, seen, rowIt, [&](OpBuilder &rb, Location rl) {
-                      Value dqAcc = rowIt[0], dkAcc = rowIt[1],
-                            dvAcc = rowIt[2];
-                      Value partial =
-                          biasKind != BiasKind::None ? rowIt[3] : Value();
-                      // 1. P = softmax of the logits, in scratch.
-                      KeyFn bias;
-                      if (biasKind != BiasKind::None)
-                        bias = [&](OpBuilder &kb, Location kl, Value r) {
-                          Value delta = arith::SubIOp::create(
-                              kb, kl,
-                              arith::AddIOp::create(kb, kl, p, cacheLen), r);
-                          return positionBias(kb, kl, op, ld.back(), delta);
+                Value qTile = tileOf(op.getQ(), d);
+                Value dyTile = tileOf(op.getDy(), dv);
+                auto read = [&](OpBuilder &rb, Location rl, Value tensor,
+                                ValueRange at) -> Value {
+                  return vector::TransferReadOp::create(
+                      rb, rl, vecType, tensor, at, /*padding=*/std::nullopt,
+                      ArrayRef<bool>{true});
+                };
+                auto write = [&](OpBuilder &wb, Location wl, Value vec,
+                                 Value tensor, ValueRange at) -> Value {
+                  return vector::TransferWriteOp::create(
+                             wb, wl, vec, tensor, at, ArrayRef<bool>{true})
+                      .getResult();
+                };
+                auto splat = [&](OpBuilder &sb, Location sl, Value x) -> Value {
+                  return vector::BroadcastOp::create(sb, sl, vecType, x);
+                };
+                auto offset = [&](OpBuilder &ob, Location ol, Value base,
+                                  Value k, int64_t extra) -> Value {
+                  // base + (k + extra) * lanes
+                  Value at = arith::MulIOp::create(
+                      ob, ol,
+                      arith::AddIOp::create(ob, ol, k,
+                                            indexConst(ob, ol, extra)),
+                      lanesV);
+                  return arith::AddIOp::create(ob, ol, base, at);
+                };
+                // [tile, width] = rows of `x` [tile, n] times the columns
+                // cb.. of `yT` [lead..., n, columns]: register blocks of
+                // rows x vectors of keys, over the n channels.
+                auto rowsTimesKeys = [&](Value x, Value yT, Value n) {
+                  Value out =
+                      privateScratch(tb, tl, tileType, {tileRows, tileCols});
+                  return forBlocks(
+                      tb, tl, tileRows, chunks, out,
+                      [&](OpBuilder &gb, Location gl, Value i0, int64_t nr,
+                          Value c0, int64_t nc, ValueRange acc) {
+                        SmallVector<Value> init(
+                            nr * nc, splat(gb, gl, zeroOf(gb, gl, elem)));
+                        SmallVector<Value> sums = fmaBlock(
+                            gb, gl, n, init, nr, nc,
+                            [&](OpBuilder &kb, Location kl, Value k,
+                                int64_t i) {
+                              Value row = arith::AddIOp::create(
+                                  kb, kl, i0, indexConst(kb, kl, i));
+                              return splat(kb, kl,
+                                           extractAt(kb, kl, x, {row, k}));
+                            },
+                            [&](OpBuilder &kb, Location kl, Value k,
+                                int64_t c) {
+                              return read(kb, kl, yT,
+                                          idx({k, offset(kb, kl, cb, c0, c)}));
+                            });
+                        Value t = acc[0];
+                        for (int64_t i = 0; i < nr; ++i)
+                          for (int64_t c = 0; c < nc; ++c)
+                            t = write(gb, gl, sums[i * nc + c], t,
+                                      {arith::AddIOp::create(
+                                           gb, gl, i0, indexConst(gb, gl, i)),
+                                       offset(gb, gl, zero, c0, c)});
+                        return SmallVector<Value>{t};
+                      })[0];
+                };
+                // accT[lead..., e, cb..ce) += x^T r: x [tile, n], r [tile,
+                // width]; register blocks of channels x vectors of keys,
+                // over the tile's rows.
+                auto addChannelsTimesRows = [&](Value accT, Value x, Value r,
+                                                Value n) {
+                  return forBlocks(
+                      tb, tl, n, chunks, accT,
+                      [&](OpBuilder &gb, Location gl, Value e0, int64_t ne,
+                          Value c0, int64_t nc, ValueRange acc) {
+                        auto channel = [&](OpBuilder &cb2, Location cl,
+                                           int64_t e) -> Value {
+                          return arith::AddIOp::create(cb2, cl, e0,
+                                                       indexConst(cb2, cl, e));
                         };
-                      Value probs = logitsOverTransposedKeys(
-                          rb, rl, privateScratch(rb, rl, rowType, {capacity}),
-                          kT, ld, d,
-                          [&](OpBuilder &eb, Location el, Value e) {
-                            return extractAt(eb, el, op.getQ(), idx({p, e}));
-                          },
-                          scale, begin, end, bias);
+                        SmallVector<Value> init;
+                        for (int64_t e = 0; e < ne; ++e)
+                          for (int64_t c = 0; c < nc; ++c)
+                            init.push_back(
+                                read(gb, gl, acc[0],
+                                     idx({channel(gb, gl, e),
+                                          offset(gb, gl, cb, c0, c)})));
+                        SmallVector<Value> sums = fmaBlock(
+                            gb, gl, tileRows, init, ne, nc,
+                            [&](OpBuilder &kb, Location kl, Value k,
+                                int64_t e) {
+                              return splat(kb, kl,
+                                           extractAt(kb, kl, x,
+                                                     {k, channel(kb, kl, e)}));
+                            },
+                            [&](OpBuilder &kb, Location kl, Value k,
+                                int64_t c) {
+                              return read(kb, kl, r,
+                                          {k, offset(kb, kl, zero, c0, c)});
+                            });
+                        Value t = acc[0];
+                        for (int64_t e = 0; e < ne; ++e)
+                          for (int64_t c = 0; c < nc; ++c)
+                            t = write(gb, gl, sums[e * nc + c], t,
+                                      idx({channel(gb, gl, e),
+                                           offset(gb, gl, cb, c0, c)}));
+                        return SmallVector<Value>{t};
+                      })[0];
+                };
+
+                // Per row i of the tile: its band [lo, hi) among the
+                // tile's keys (empty past T).
+                auto band = [&](OpBuilder &rb, Location rl, Value i) {
+                  Value p = arith::AddIOp::create(rb, rl, p0, i);
+                  auto [begin, end] = range(rb, rl, p);
+                  Value inside = arith::CmpIOp::create(
+                      rb, rl, arith::CmpIPredicate::ult, i, rows);
+                  Value lo = arith::MinSIOp::create(
+                      rb, rl, arith::SubIOp::create(rb, rl, begin, cb), width);
+                  Value hi = arith::MinSIOp::create(
+                      rb, rl,
+                      arith::MaxSIOp::create(
+                          rb, rl, arith::SubIOp::create(rb, rl, end, cb), lo),
+                      width);
+                  hi = arith::SelectOp::create(rb, rl, inside, hi, lo);
+                  return std::make_tuple(p, lo, hi);
+                };
+                // delta = p + C - (cb + j).
+                auto deltaAt = [&](OpBuilder &db, Location dl, Value p,
+                                   Value j) -> Value {
+                  return arith::SubIOp::create(
+                      db, dl, arith::AddIOp::create(db, dl, p, cacheLen),
+                      arith::AddIOp::create(db, dl, cb, j));
+                };
+                auto loopOver = [&](OpBuilder &rb, Location rl, Value lo,
+                                    Value hi, ValueRange init, LoopBody body) {
+                  return buildLoop(rb, rl, lo, hi, init, body);
+                };
+
+                // S = Q K^T, then P in place.
+                Value probs = rowsTimesKeys(qTile, kT, d);
+                probs = buildLoop(
+                    tb, tl, zero, tileRows, probs,
+                    [&](OpBuilder &rb, Location rl, ValueRange i,
+                        ValueRange acc) {
+                      Value p, lo, hi;
+                      std::tie(p, lo, hi) = band(rb, rl, i[0]);
+                      auto at = [&](Value j) {
+                        return SmallVector<Value>{i[0], j};
+                      };
+                      // The logits of the band, their largest.
                       Value negInf =
                           floatConst(rb, rl, elem,
                                      -std::numeric_limits<double>::infinity());
-                      Value max = buildLoop(
-                          rb, rl, zero, count, negInf,
-                          [&](OpBuilder &ib, Location il, ValueRange i,
-                              ValueRange acc) {
-                            Value x = extractAt(ib, il, probs, i);
+                      SmallVector<Value> logits = loopOver(
+                          rb, rl, lo, hi, ValueRange{acc[0], negInf},
+                          [&](OpBuilder &jb, Location jl, ValueRange j,
+                              ValueRange row) {
+                            Value x = arith::MulFOp::create(
+                                jb, jl, scale,
+                                extractAt(jb, jl, row[0], at(j[0])));
+                            if (biasOfDelta)
+                              x = arith::AddFOp::create(
+                                  jb, jl, x,
+                                  extractAt(jb, jl, biasOfDelta,
+                                            {deltaAt(jb, jl, p, j[0])}));
                             return SmallVector<Value>{
-                                arith::MaximumFOp::create(ib, il, acc[0], x)};
-                          })[0];
-                      SmallVector<Value> weights = buildLoop(
-                          rb, rl, zero, count, ValueRange{probs, zeroF},
-                          [&](OpBuilder &ib, Location il, ValueRange i,
-                              ValueRange acc) {
-                            Value w = math::ExpOp::create(
-                                ib, il,
-                                arith::SubFOp::create(
-                                    ib, il, extractAt(ib, il, acc[0], i), max));
-                            Value sum = arith::AddFOp::create(
-                                ib, il, acc[1], w,
-                                arith::FastMathFlags::reassoc);
-                            return SmallVector<Value>{
-                                insertAt(ib, il, w, acc[0], i), sum};
+                                insertAt(jb, jl, x, row[0], at(j[0])),
+                                arith::MaximumFOp::create(jb, jl, row[1], x)};
                           });
+                      SmallVector<Value> weights = loopOver(
+                          rb, rl, lo, hi, ValueRange{logits[0], zeroF},
+                          [&](OpBuilder &jb, Location jl, ValueRange j,
+                              ValueRange row) {
+                            Value w = math::ExpOp::create(
+                                jb, jl,
+                                arith::SubFOp::create(
+                                    jb, jl, extractAt(jb, jl, row[0], at(j[0])),
+                                    logits[1]));
+                            return SmallVector<Value>{
+                                insertAt(jb, jl, w, row[0], at(j[0])),
+                                arith::AddFOp::create(jb, jl, row[1], w,
+                                                      reassoc)};
+                          });
+                      // An empty band sums to 0: its row stays zero.
                       Value inv = arith::DivFOp::create(
                           rb, rl, floatConst(rb, rl, elem, 1.0), weights[1]);
-                      probs = updateRow(rb, rl, weights[0], {}, count,
-                                        [&](OpBuilder &ib, Location il, Value,
-                                            Value w) -> Value {
-                                          return arith::MulFOp::create(ib, il,
-                                                                       w, inv);
-                                        });
-
-                      // 2. dP_r = dy . v_r; dv_r += P_r dy.
-                      Value dP = fillRow(
-                          rb, rl, privateScratch(rb, rl, rowType, {capacity}),
-                          {}, count,
-                          [&](OpBuilder &, Location, Value) { return zeroF; });
-                      SmallVector<Value> afterValues = buildLoop(
-                          rb, rl, zero, dv, ValueRange{dP, dvAcc},
-                          [&](OpBuilder &eb, Location el, ValueRange e,
-                              ValueRange acc) {
-                            Value dye =
-                                extractAt(eb, el, op.getDy(), idx({p, e[0]}));
-                            return buildLoop(
-                                eb, el, zero, count, acc,
-                                [&](OpBuilder &ib, Location il, ValueRange i,
-                                    ValueRange row) {
-                                  SmallVector<Value> at =
-                                      idx({e[0], keyOf(ib, il, i[0])});
-                                  Value v = extractAt(ib, il, vT, at);
-                                  Value dPi = multiplyAdd(
-                                      ib, il, extractAt(ib, il, row[0], i), dye,
-                                      v, contract);
-                                  Value dvOld = extractAt(ib, il, row[1], at);
-                                  Value dvNew =
-                                      multiplyAdd(ib, il, dvOld,
-                                                  extractAt(ib, il, probs, i),
-                                                  dye, contract);
-                                  return SmallVector<Value>{
-                                      insertAt(ib, il, dPi, row[0], i),
-                                      insertAt(ib, il, dvNew, row[1], at)};
-                                });
-                          });
-                      dP = afterValues[0];
-                      dvAcc = afterValues[1];
-
-                      // 3. dS_r = P_r (dP_r - sum P dP), in place of dP.
-                      Value pdp = buildLoop(
-                          rb, rl, zero, count, zeroF,
-                          [&](OpBuilder &ib, Location il, ValueRange i,
-                              ValueRange acc) {
-                            return SmallVector<Value>{multiplyAdd(
-                                ib, il, acc[0], extractAt(ib, il, probs, i),
-                                extractAt(ib, il, dP, i), reassocContract)};
-                          })[0];
-                      Value dS = updateRow(
-                          rb, rl, dP, {}, count,
-                          [&](OpBuilder &ib, Location il, Value i,
-                              Value dPi) -> Value {
-                            return arith::MulFOp::create(
-                                ib, il, extractAt(ib, il, probs, i),
-                                arith::SubFOp::create(ib, il, dPi, pdp));
-                          });
-                      if (biasKind == BiasKind::T5) {
-                        int64_t maxDistance =
-                            op.getMaxDistance()
-                                ? op.getMaxDistanceAttr().getInt()
-                                : 128;
-                        partial = buildLoop(
-                            rb, rl, zero, count, partial,
-                            [&](OpBuilder &ib, Location il, ValueRange i,
-                                ValueRange acc) {
-                              Value bucket =
-                                  buildT5Bucket(ib, il, deltaOf(ib, il, i[0]),
-                                                buckets, maxDistance);
-                              SmallVector<Value> at = idx({bucket});
-                              Value sum = arith::AddFOp::create(
-                                  ib, il, extractAt(ib, il, acc[0], at),
-                                  extractAt(ib, il, dS, i));
-                              return SmallVector<Value>{
-                                  insertAt(ib, il, sum, acc[0], at)};
-                            })[0];
-                      } else if (biasKind == BiasKind::Alibi) {
-                        // d(-slope delta) / d slope = -delta.
-                        Value sum = buildLoop(
-                            rb, rl, zero, count, zeroF,
-                            [&](OpBuilder &ib, Location il, ValueRange i,
-                                ValueRange acc) {
-                              Value delta = indexToFloat(
-                                  ib, il, deltaOf(ib, il, i[0]), elem);
-                              return SmallVector<Value>{multiplyAdd(
-                                  ib, il, acc[0], delta,
-                                  extractAt(ib, il, dS, i), reassocContract)};
-                            })[0];
-                        partial = insertAt(
-                            rb, rl,
-                            arith::SubFOp::create(
-                                rb, rl, extractAt(rb, rl, partial, ld), sum),
-                            partial, ld);
-                      }
-
-                      // 4. dq = scale sum_r dS_r k_r; dk_r += scale dS_r q.
-                      SmallVector<Value> afterKeys = buildLoop(
-                          rb, rl, zero, d, ValueRange{dqAcc, dkAcc},
-                          [&](OpBuilder &eb, Location el, ValueRange e,
-                              ValueRange acc) {
-                            Value qe = arith::MulFOp::create(
-                                eb, el, scale,
-                                extractAt(eb, el, op.getQ(), idx({p, e[0]})));
-                            SmallVector<Value> swept = buildLoop(
-                                eb, el, zero, count, ValueRange{acc[1], zeroF},
-                                [&](OpBuilder &ib, Location il, ValueRange i,
-                                    ValueRange row) {
-                                  SmallVector<Value> at =
-                                      idx({e[0], keyOf(ib, il, i[0])});
-                                  Value dSi = extractAt(ib, il, dS, i);
-                                  Value sum =
-                                      multiplyAdd(ib, il, row[1], dSi,
-                                                  extractAt(ib, il, kT, at),
-                                                  reassocContract);
-                                  Value dkNew = multiplyAdd(
-                                      ib, il, extractAt(ib, il, row[0], at),
-                                      dSi, qe, contract);
-                                  return SmallVector<Value>{
-                                      insertAt(ib, il, dkNew, row[0], at), sum};
-                                });
-                            Value dqe =
-                                arith::MulFOp::create(eb, el, scale, swept[1]);
+                      Value row = loopOver(
+                          rb, rl, lo, hi, weights[0],
+                          [&](OpBuilder &jb, Location jl, ValueRange j,
+                              ValueRange r) {
+                            Value w = arith::MulFOp::create(
+                                jb, jl, extractAt(jb, jl, r[0], at(j[0])), inv);
                             return SmallVector<Value>{
-                                insertAt(eb, el, dqe, acc[0], idx({p, e[0]})),
-                                swept[0]};
-                          });
-                      SmallVector<Value> out{afterKeys[0], afterKeys[1], dvAcc};
-                      if (partial)
-                        out.push_back(partial);
-                      return out;
+                                insertAt(jb, jl, w, r[0], at(j[0]))};
+                          })[0];
+                      auto zeroFill = [&](Value t, Value from, Value to) {
+                        return loopOver(rb, rl, from, to, t,
+                                        [&](OpBuilder &jb, Location jl,
+                                            ValueRange j, ValueRange r) {
+                                          return SmallVector<Value>{insertAt(
+                                              jb, jl, zeroF, r[0], at(j[0]))};
+                                        })[0];
+                      };
+                      row = zeroFill(row, zero, lo);
+                      return SmallVector<Value>{zeroFill(row, hi, width)};
+                    })[0];
+
+                // G = dY V^T, then G = scale P (G - sum P G) and the bias's
+                // cotangent per delta.
+                Value grads = rowsTimesKeys(dyTile, vT, dv);
+                SmallVector<Value> rowArgs{grads};
+                if (gradOfDelta)
+                  rowArgs.push_back(it[3]);
+                SmallVector<Value> afterRows = buildLoop(
+                    tb, tl, zero, tileRows, rowArgs,
+                    [&](OpBuilder &rb, Location rl, ValueRange i,
+                        ValueRange acc) {
+                      Value p, lo, hi;
+                      std::tie(p, lo, hi) = band(rb, rl, i[0]);
+                      auto at = [&](Value j) {
+                        return SmallVector<Value>{i[0], j};
+                      };
+                      Value pdp = loopOver(
+                          rb, rl, lo, hi, zeroF,
+                          [&](OpBuilder &jb, Location jl, ValueRange j,
+                              ValueRange sum) {
+                            Value x = arith::MulFOp::create(
+                                jb, jl, extractAt(jb, jl, probs, at(j[0])),
+                                extractAt(jb, jl, acc[0], at(j[0])), reassoc);
+                            return SmallVector<Value>{arith::AddFOp::create(
+                                jb, jl, sum[0], x, reassoc)};
+                          })[0];
+                      // The bias's cotangent, dS = P (G - sum P G) over the
+                      // band by delta, read before G is scaled in place.
+                      Value byDelta;
+                      if (gradOfDelta)
+                        byDelta = loopOver(
+                            rb, rl, lo, hi, acc[1],
+                            [&](OpBuilder &jb, Location jl, ValueRange j,
+                                ValueRange g) {
+                              Value dS = arith::MulFOp::create(
+                                  jb, jl, extractAt(jb, jl, probs, at(j[0])),
+                                  arith::SubFOp::create(
+                                      jb, jl,
+                                      extractAt(jb, jl, acc[0], at(j[0])),
+                                      pdp));
+                              Value delta = deltaAt(jb, jl, p, j[0]);
+                              Value sum = arith::AddFOp::create(
+                                  jb, jl, extractAt(jb, jl, g[0], {delta}), dS);
+                              return SmallVector<Value>{
+                                  insertAt(jb, jl, sum, g[0], {delta})};
+                            })[0];
+                      // G = scale P (G - sum P G) over the tile's keys (0
+                      // outside the band, where P is).
+                      Value scaled = loopOver(
+                          rb, rl, zero, width, acc[0],
+                          [&](OpBuilder &jb, Location jl, ValueRange j,
+                              ValueRange row) {
+                            Value dS = arith::MulFOp::create(
+                                jb, jl, extractAt(jb, jl, probs, at(j[0])),
+                                arith::SubFOp::create(
+                                    jb, jl, extractAt(jb, jl, row[0], at(j[0])),
+                                    pdp));
+                            return SmallVector<Value>{insertAt(
+                                jb, jl,
+                                arith::MulFOp::create(jb, jl, scale, dS),
+                                row[0], at(j[0]))};
+                          })[0];
+                      if (!gradOfDelta)
+                        return SmallVector<Value>{scaled};
+                      return SmallVector<Value>{scaled, byDelta};
                     });
+                grads = afterRows[0];
+
+                // dV^T += dY^T P, dK^T += Q^T G.
+                Value dvAcc = addChannelsTimesRows(it[2], dyTile, probs, dv);
+                Value dkAcc = addChannelsTimesRows(it[1], qTile, grads, d);
+                // dq = G K: register blocks of rows x channels, over the
+                // vectors of keys, each summed across its lanes at the end.
+                Value dqTile = privateScratch(tb, tl, tileType, {tileRows, d});
+                dqTile = forBlocks(
+                    tb, tl, tileRows, d, dqTile,
+                    [&](OpBuilder &gb, Location gl, Value i0, int64_t nr,
+                        Value e0, int64_t ne, ValueRange acc) {
+                      SmallVector<Value> init(
+                          nr * ne, splat(gb, gl, zeroOf(gb, gl, elem)));
+                      SmallVector<Value> sums = fmaBlock(
+                          gb, gl, chunks, init, nr, ne,
+                          [&](OpBuilder &kb, Location kl, Value k, int64_t i) {
+                            Value row = arith::AddIOp::create(
+                                kb, kl, i0, indexConst(kb, kl, i));
+                            return read(kb, kl, grads,
+                                        {row, offset(kb, kl, zero, k, 0)});
+                          },
+                          [&](OpBuilder &kb, Location kl, Value k, int64_t e) {
+                            Value channel = arith::AddIOp::create(
+                                kb, kl, e0, indexConst(kb, kl, e));
+                            return read(
+                                kb, kl, kT,
+                                idx({channel, offset(kb, kl, cb, k, 0)}));
+                          });
+                      Value t = acc[0];
+                      for (int64_t i = 0; i < nr; ++i)
+                        for (int64_t e = 0; e < ne; ++e) {
+                          Value sum = vector::ReductionOp::create(
+                              gb, gl, vector::CombiningKind::ADD,
+                              sums[i * ne + e], reassoc);
+                          t = insertAt(
+                              gb, gl, sum, t,
+                              {arith::AddIOp::create(gb, gl, i0,
+                                                     indexConst(gb, gl, i)),
+                               arith::AddIOp::create(gb, gl, e0,
+                                                     indexConst(gb, gl, e))});
+                        }
+                      return SmallVector<Value>{t};
+                    })[0];
+                // The tile's rows of dq.
+                Value dqAcc = buildLoop(
+                    tb, tl, zero, rows, it[0],
+                    [&](OpBuilder &ib, Location il, ValueRange i,
+                        ValueRange acc) {
+                      Value p = arith::AddIOp::create(ib, il, p0, i[0]);
+                      return SmallVector<Value>{
+                          fillRow(ib, il, acc[0], idx({p}), d,
+                                  [&](OpBuilder &eb, Location el, Value e) {
+                                    return extractAt(eb, el, dqTile, {i[0], e});
+                                  })};
+                    })[0];
+                SmallVector<Value> next{dqAcc, dkAcc, dvAcc};
+                if (gradOfDelta)
+                  next.push_back(afterRows[1]);
+                return next;
               });
+
+          SmallVector<Value> out(ArrayRef<Value>(swept).take_front(3));
+          if (biasKind == BiasKind::None)
+            return out;
+          // The bias's cotangent by delta to this leading index's partial.
+          Value partial = args[3];
+          partial = buildLoop(
+              b, l, zero, deltas, partial,
+              [&](OpBuilder &db, Location dl, ValueRange delta,
+                  ValueRange acc) {
+                Value g = extractAt(db, dl, swept[3], delta);
+                SmallVector<Value> at(ld);
+                Value term = g;
+                if (biasKind == BiasKind::T5) {
+                  at.push_back(
+                      buildT5Bucket(db, dl, delta[0], buckets, maxDistance));
+                } else {
+                  // d(-slope delta) / d slope = -delta.
+                  term = arith::MulFOp::create(
+                      db, dl, g,
+                      arith::NegFOp::create(
+                          db, dl, indexToFloat(db, dl, delta[0], elem)));
+                }
+                Value sum = arith::AddFOp::create(
+                    db, dl, extractAt(db, dl, acc[0], at), term);
+                return SmallVector<Value>{insertAt(db, dl, sum, acc[0], at)};
+              })[0];
+          out.push_back(partial);
+          return out;
         });
 
     // The cotangents in operand order: dq, dk, dv, dbias, dk_cache,

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::recur {
 #define GEN_PASS_DEF_RECURDERIVEBACKWARD
@@ -202,6 +203,15 @@ LogicalResult deriveBackward(func::FuncOp func, bool keepAllStates) {
     grads.push_back(ct);
   }
   func::ReturnOp::create(b, func.getLoc(), grads);
+  // The recomputed forward ops that no adjoint reads are dead: erased here,
+  // last first, since once lowered to loops over scratch they no longer
+  // look dead and would run (a whole window attention, say).
+  SmallVector<Operation *> ops;
+  for (Operation &op : entry->without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))
+    if (isOpTriviallyDead(op))
+      op->erase();
   return success();
 }
 
