@@ -36,7 +36,8 @@ void ensurePassesRegistered() {
 /// independent iterations tagged; a linear scan across channels in groups
 /// of `scanGroup` a thread, or in chunks of `scanChunk` steps, an output of
 /// `streamStoreBytes` or more in vectors for recur-stream-stores; a recurrent
-/// gla a thread per output column with `glaColumnThreads`), elementwise
+/// gla a thread per output column with `glaColumnThreads`; window attention
+/// by tiles of queries in register blocks with `windowTiles`), elementwise
 /// glue fused on tensors,
 /// contractions with their contiguous output dimension innermost,
 /// bufferization (with `destinations`, each output computed in a
@@ -45,12 +46,13 @@ void ensurePassesRegistered() {
 /// deallocated.
 std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
                             int64_t streamStoreBytes, bool glaColumnThreads,
-                            bool destinations) {
+                            bool windowTiles, bool destinations) {
   return "convert-recur-to-loops{mark-parallel scan-group=" +
          std::to_string(scanGroup) +
          " scan-chunk=" + std::to_string(scanChunk) +
          " stream-store-bytes=" + std::to_string(streamStoreBytes) +
          " gla-column-threads=" + (glaColumnThreads ? "true" : "false") +
+         " window-tiles=" + (windowTiles ? "true" : "false") +
          "},"
          "canonicalize,"
          "recur-fuse-elementwise,"
@@ -128,7 +130,8 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
   std::string text =
       bufferizedLoops(kScanGroupByThreads, /*scanChunk=*/0,
                       options.streamStoreBytes,
-                      /*glaColumnThreads=*/false, /*destinations=*/true) +
+                      /*glaColumnThreads=*/false, /*windowTiles=*/true,
+                      /*destinations=*/true) +
       "recur-stream-stores,"
       "func.func(recur-promote-accumulators),"
       "recur-workspace-bound,"
@@ -165,6 +168,7 @@ void mlir::recur::buildCudaLoweringPipeline(
   std::string text = bufferizedLoops(/*scanGroup=*/1, /*scanChunk=*/0,
                                      /*streamStoreBytes=*/0,
                                      /*glaColumnThreads=*/true,
+                                     /*windowTiles=*/false,
                                      /*destinations=*/false) +
                      "func.func(recur-gpu-offload),"
                      "gpu-kernel-outlining,"

@@ -124,7 +124,14 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "Lower a recurrent gla with its output columns independent too "
            "(a nest over the leading indices and the columns, each column "
            "of the state swept on its own): the GPU's form; the CPU's "
-           "sweeps the state row by row over contiguous columns">
+           "sweeps the state row by row over contiguous columns">,
+    Option<"windowTiles", "window-tiles", "bool", /*default=*/"false",
+           "Lower window_attention as window_attention_grad is lowered: "
+           "per leading index, tiles of 16 queries over the union of their "
+           "bands, Q K^T and P V in register blocks of vector.fma over "
+           "consecutive keys (the CPU's form; sums reassociated, so results "
+           "agree with the row-at-a-time loops to rounding); otherwise a "
+           "query row at a time, rows independent (the GPU's form)">
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",

@@ -600,10 +600,6 @@ Value untranspose(OpBuilder &b, Location loc, Value transposed,
                         sizes[rank - 1], first, /*intoTransposed=*/false);
 }
 
-/// Queries of window_attention_grad's tiles: each tile's keys (the union of
-/// its rows' bands) are read and its key and value cotangents written once
-/// for all its rows. (32 measured no faster at W = 512, d = 64.)
-constexpr int64_t kGradQueryTile = 16;
 /// The register blocks of its products: kGradBlockRows x kGradBlockCols
 /// vector accumulators.
 constexpr int64_t kGradBlockRows = 4, kGradBlockCols = 2;
@@ -697,24 +693,431 @@ SmallVector<Value> forBlocks(OpBuilder &b, Location loc, Value m, Value n,
       });
 }
 
+/// What the tiled window attention (the forward on the CPU, and
+/// window_attention_grad) shares over a whole op: its band, its types, and
+/// the keys and values transposed ([lead..., e, columns], the cache first,
+/// zeros past C + T up to whole vectors of keys).
+struct WindowTiling {
+  template <typename OpT>
+  WindowTiling(OpBuilder &b, Location loc, OpT op)
+      : window(op.getWindowAttr().getInt()),
+        blockLen(op.getBlockAttr().getInt()), includeSelf(op.getIncludeSelf()) {
+    auto qType = cast<RankedTensorType>(op.getQ().getType());
+    elem = qType.getElementType();
+    int64_t rank = qType.getRank();
+    lanes = vectorLanes(elem);
+    vecType = VectorType::get({lanes}, elem);
+    // The widest tile: its rows' bands (at most maxDelta + 1 keys each,
+    // one more start per row) and a partial vector at each end.
+    maxDelta = window + blockLen;
+    tileWidth =
+        llvm::divideCeil(maxDelta + kQueryTile + 2 * lanes, lanes) * lanes;
+    rowType = RankedTensorType::get({ShapedType::kDynamic}, elem);
+    tileType = RankedTensorType::get({kQueryTile, ShapedType::kDynamic}, elem);
+    SmallVector<Value> qSizes = dimSizes(b, loc, op.getQ());
+    lead.assign(qSizes.begin(), qSizes.end() - 2);
+    steps = qSizes[rank - 2];
+    d = qSizes[rank - 1];
+    dv = dimSize(b, loc, op.getV(), rank - 1);
+    cacheLen = op.getKCache() ? dimSize(b, loc, op.getKCache(), rank - 2)
+                              : indexConst(b, loc, 0);
+    scale = attentionScale(b, loc, elem, op.getScale(), d);
+    MLIRContext *ctx = b.getContext();
+    AffineExpr s0 = getAffineSymbolExpr(0, ctx),
+               s1 = getAffineSymbolExpr(1, ctx);
+    Value columns = affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(0, 2, (s0 + s1).ceilDiv(lanes) * lanes),
+        ValueRange{cacheLen, steps});
+    kT = transposedAfterCache(b, loc, op.getKCache(), op.getK(), cacheLen,
+                              columns);
+    vT = transposedAfterCache(b, loc, op.getVCache(), op.getV(), cacheLen,
+                              columns);
+    tileRows = indexConst(b, loc, kQueryTile);
+    tileCols = indexConst(b, loc, tileWidth);
+    deltas = indexConst(b, loc, maxDelta + 1);
+    lanesV = indexConst(b, loc, lanes);
+  }
+
+  /// The tiles of a leading index: ceil(T / kQueryTile).
+  Value tiles(OpBuilder &b, Location loc) const {
+    return affine::AffineApplyOp::create(
+        b, loc,
+        AffineMap::get(
+            0, 1, getAffineSymbolExpr(0, b.getContext()).ceilDiv(kQueryTile)),
+        ValueRange{steps});
+  }
+
+  /// The bias of each delta 0 .. maxDelta, in scratch.
+  Value biasOfDelta(OpBuilder &b, Location loc, IndexFn bias) const {
+    return fillRow(b, loc, privateScratch(b, loc, rowType, {deltas}), {},
+                   deltas, bias);
+  }
+
+  /// Queries of a tile: its keys (the union of its rows' bands) are read,
+  /// and in the backward its key and value cotangents written, once for all
+  /// its rows. (32 measured no faster at W = 512, d = 64.)
+  static constexpr int64_t kQueryTile = 16;
+
+  int64_t window, blockLen, maxDelta, tileWidth, lanes;
+  bool includeSelf;
+  Type elem;
+  VectorType vecType;
+  RankedTensorType rowType, tileType;
+  SmallVector<Value> lead;
+  Value steps, d, dv, cacheLen, scale, kT, vT, tileRows, tileCols, deltas,
+      lanesV;
+};
+
+/// One tile of WindowTiling::kQueryTile queries of leading index `ld`: rows
+/// [p0, p0 + rows) (rows < kQueryTile in the last tile) and the keys [cb,
+/// ce) of the union of their bands, cut to whole vectors (`chunks` of them).
+/// Its products go by register blocks of kGradBlockRows x kGradBlockCols
+/// vectors (vector.fma) over consecutive keys.
+class WindowTile {
+public:
+  WindowTile(const WindowTiling &t, OpBuilder &b, Location loc, ValueRange ld,
+             Value tile)
+      : t(t), b(b), loc(loc), ld(ld) {
+    p0 = arith::MulIOp::create(b, loc, tile, t.tileRows);
+    rows = arith::MinUIOp::create(b, loc, t.tileRows,
+                                  arith::SubIOp::create(b, loc, t.steps, p0));
+    Value pLast = arith::SubIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, p0, rows), indexConst(b, loc, 1));
+    Value first = range(b, loc, p0).first;
+    Value last = range(b, loc, pLast).second;
+    cb = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, first, t.lanesV), t.lanesV);
+    Value ce = arith::MulIOp::create(
+        b, loc,
+        arith::CeilDivUIOp::create(
+            b, loc, arith::MaxSIOp::create(b, loc, last, first), t.lanesV),
+        t.lanesV);
+    width = arith::SubIOp::create(b, loc, ce, cb);
+    chunks = arith::DivUIOp::create(b, loc, width, t.lanesV);
+    zero = indexConst(b, loc, 0);
+    zeroF = zeroOf(b, loc, t.elem);
+  }
+
+  /// `[tile, n]`: the tile's rows of `source` `[lead..., T, n]`, zeros past
+  /// T.
+  Value rowsOf(Value source, Value n) {
+    Value out = privateScratch(b, loc, t.tileType, {t.tileRows, n});
+    return buildLoop(
+        b, loc, zero, t.tileRows, out,
+        [&](OpBuilder &ib, Location il, ValueRange i, ValueRange acc) {
+          Value inside = arith::CmpIOp::create(
+              ib, il, arith::CmpIPredicate::ult, i[0], rows);
+          Value p = arith::AddIOp::create(ib, il, p0, i[0]);
+          return SmallVector<Value>{fillRow(
+              ib, il, acc[0], {i[0]}, n,
+              [&](OpBuilder &eb, Location el, Value e) -> Value {
+                auto ifOp = scf::IfOp::create(
+                    eb, el, inside,
+                    [&](OpBuilder &xb, Location xl) {
+                      scf::YieldOp::create(
+                          xb, xl, extractAt(xb, xl, source, at({p, e})));
+                    },
+                    [&](OpBuilder &xb, Location xl) {
+                      scf::YieldOp::create(xb, xl, zeroF);
+                    });
+                return ifOp.getResult(0);
+              })};
+        })[0];
+  }
+
+  /// `[tile, width]`: the rows of `x` `[tile, n]` times the tile's columns
+  /// of `yT` `[lead..., n, columns]`; register blocks of rows x vectors of
+  /// keys, over the n channels.
+  Value rowsTimesKeys(Value x, Value yT, Value n) {
+    Value out = privateScratch(b, loc, t.tileType, {t.tileRows, t.tileCols});
+    return forBlocks(
+        b, loc, t.tileRows, chunks, out,
+        [&](OpBuilder &gb, Location gl, Value i0, int64_t nr, Value c0,
+            int64_t nc, ValueRange acc) {
+          SmallVector<Value> init(nr * nc, splat(gb, gl, zeroF));
+          SmallVector<Value> sums = fmaBlock(
+              gb, gl, n, init, nr, nc,
+              [&](OpBuilder &kb, Location kl, Value k, int64_t i) {
+                return splat(kb, kl,
+                             extractAt(kb, kl, x, {plus(kb, kl, i0, i), k}));
+              },
+              [&](OpBuilder &kb, Location kl, Value k, int64_t c) {
+                return read(kb, kl, yT, at({k, keyAt(kb, kl, cb, c0, c)}));
+              });
+          Value written = acc[0];
+          for (int64_t i = 0; i < nr; ++i)
+            for (int64_t c = 0; c < nc; ++c)
+              written =
+                  write(gb, gl, sums[i * nc + c], written,
+                        {plus(gb, gl, i0, i), keyAt(gb, gl, zero, c0, c)});
+          return SmallVector<Value>{written};
+        })[0];
+  }
+
+  /// `[tile, n]`: out[i, e] = sum over the tile's keys of r[i, key] yT[e,
+  /// key], `r` `[tile, width]`; register blocks of rows x channels, over
+  /// the vectors of keys, each summed across its lanes at the end.
+  Value rowsTimesColumns(Value r, Value yT, Value n) {
+    Value out = privateScratch(b, loc, t.tileType, {t.tileRows, n});
+    return forBlocks(
+        b, loc, t.tileRows, n, out,
+        [&](OpBuilder &gb, Location gl, Value i0, int64_t nr, Value e0,
+            int64_t ne, ValueRange acc) {
+          SmallVector<Value> init(nr * ne, splat(gb, gl, zeroF));
+          SmallVector<Value> sums = fmaBlock(
+              gb, gl, chunks, init, nr, ne,
+              [&](OpBuilder &kb, Location kl, Value k, int64_t i) {
+                return read(kb, kl, r,
+                            {plus(kb, kl, i0, i), keyAt(kb, kl, zero, k, 0)});
+              },
+              [&](OpBuilder &kb, Location kl, Value k, int64_t e) {
+                return read(kb, kl, yT,
+                            at({plus(kb, kl, e0, e), keyAt(kb, kl, cb, k, 0)}));
+              });
+          Value written = acc[0];
+          for (int64_t i = 0; i < nr; ++i)
+            for (int64_t e = 0; e < ne; ++e) {
+              Value sum = vector::ReductionOp::create(
+                  gb, gl, vector::CombiningKind::ADD, sums[i * ne + e],
+                  arith::FastMathFlags::reassoc);
+              written = insertAt(gb, gl, sum, written,
+                                 {plus(gb, gl, i0, i), plus(gb, gl, e0, e)});
+            }
+          return SmallVector<Value>{written};
+        })[0];
+  }
+
+  /// accT[lead..., e, cb..ce) += x^T r: `x` `[tile, n]`, `r` `[tile,
+  /// width]`; register blocks of channels x vectors of keys, over the
+  /// tile's rows.
+  Value addChannelsTimesRows(Value accT, Value x, Value r, Value n) {
+    return forBlocks(
+        b, loc, n, chunks, accT,
+        [&](OpBuilder &gb, Location gl, Value e0, int64_t ne, Value c0,
+            int64_t nc, ValueRange acc) {
+          SmallVector<Value> init;
+          for (int64_t e = 0; e < ne; ++e)
+            for (int64_t c = 0; c < nc; ++c)
+              init.push_back(
+                  read(gb, gl, acc[0],
+                       at({plus(gb, gl, e0, e), keyAt(gb, gl, cb, c0, c)})));
+          SmallVector<Value> sums = fmaBlock(
+              gb, gl, t.tileRows, init, ne, nc,
+              [&](OpBuilder &kb, Location kl, Value k, int64_t e) {
+                return splat(kb, kl,
+                             extractAt(kb, kl, x, {k, plus(kb, kl, e0, e)}));
+              },
+              [&](OpBuilder &kb, Location kl, Value k, int64_t c) {
+                return read(kb, kl, r, {k, keyAt(kb, kl, zero, c0, c)});
+              });
+          Value written = acc[0];
+          for (int64_t e = 0; e < ne; ++e)
+            for (int64_t c = 0; c < nc; ++c)
+              written =
+                  write(gb, gl, sums[e * nc + c], written,
+                        at({plus(gb, gl, e0, e), keyAt(gb, gl, cb, c0, c)}));
+          return SmallVector<Value>{written};
+        })[0];
+  }
+
+  /// The softmax of each row of `logits` `[tile, width]` over its band, in
+  /// place: scale times the logit plus the bias of its delta (from
+  /// `biasOfDelta`, when given), the largest first, then exp(x - max)
+  /// normalized; zeros outside the band, and a zero row for a row that
+  /// sees no key (or lies past T).
+  Value softmaxRows(Value logits, Value biasOfDelta) {
+    auto reassoc = arith::FastMathFlags::reassoc;
+    return buildLoop(
+        b, loc, zero, t.tileRows, logits,
+        [&](OpBuilder &rb, Location rl, ValueRange i, ValueRange acc) {
+          Value p, lo, hi;
+          std::tie(p, lo, hi) = band(rb, rl, i[0]);
+          auto rowAt = [&](Value j) { return SmallVector<Value>{i[0], j}; };
+          Value negInf = floatConst(rb, rl, t.elem,
+                                    -std::numeric_limits<double>::infinity());
+          SmallVector<Value> biased = buildLoop(
+              rb, rl, lo, hi, ValueRange{acc[0], negInf},
+              [&](OpBuilder &jb, Location jl, ValueRange j, ValueRange row) {
+                Value x = arith::MulFOp::create(
+                    jb, jl, t.scale, extractAt(jb, jl, row[0], rowAt(j[0])));
+                if (biasOfDelta)
+                  x = arith::AddFOp::create(
+                      jb, jl, x,
+                      extractAt(jb, jl, biasOfDelta,
+                                {deltaAt(jb, jl, p, j[0])}));
+                return SmallVector<Value>{
+                    insertAt(jb, jl, x, row[0], rowAt(j[0])),
+                    arith::MaximumFOp::create(jb, jl, row[1], x)};
+              });
+          SmallVector<Value> weights = buildLoop(
+              rb, rl, lo, hi, ValueRange{biased[0], zeroF},
+              [&](OpBuilder &jb, Location jl, ValueRange j, ValueRange row) {
+                Value w = math::ExpOp::create(
+                    jb, jl,
+                    arith::SubFOp::create(
+                        jb, jl, extractAt(jb, jl, row[0], rowAt(j[0])),
+                        biased[1]));
+                return SmallVector<Value>{
+                    insertAt(jb, jl, w, row[0], rowAt(j[0])),
+                    arith::AddFOp::create(jb, jl, row[1], w, reassoc)};
+              });
+          // An empty band sums to 0: its row is all zeros below.
+          Value inv = arith::DivFOp::create(
+              rb, rl, floatConst(rb, rl, t.elem, 1.0), weights[1]);
+          Value row = buildLoop(
+              rb, rl, lo, hi, weights[0],
+              [&](OpBuilder &jb, Location jl, ValueRange j, ValueRange r) {
+                Value w = arith::MulFOp::create(
+                    jb, jl, extractAt(jb, jl, r[0], rowAt(j[0])), inv);
+                return SmallVector<Value>{
+                    insertAt(jb, jl, w, r[0], rowAt(j[0]))};
+              })[0];
+          auto zeroFill = [&](Value tensor, Value from, Value to) {
+            return buildLoop(
+                rb, rl, from, to, tensor,
+                [&](OpBuilder &jb, Location jl, ValueRange j, ValueRange r) {
+                  return SmallVector<Value>{
+                      insertAt(jb, jl, zeroF, r[0], rowAt(j[0]))};
+                })[0];
+          };
+          row = zeroFill(row, zero, lo);
+          return SmallVector<Value>{zeroFill(row, hi, width)};
+        })[0];
+  }
+
+  /// `dst[lead..., p0 + i, :n] = rowsTile[i, :n]` for the tile's rows.
+  Value storeRows(Value dst, Value rowsTile, Value n) {
+    return buildLoop(
+        b, loc, zero, rows, dst,
+        [&](OpBuilder &ib, Location il, ValueRange i, ValueRange acc) {
+          Value p = arith::AddIOp::create(ib, il, p0, i[0]);
+          return SmallVector<Value>{
+              fillRow(ib, il, acc[0], at({p}), n,
+                      [&](OpBuilder &eb, Location el, Value e) {
+                        return extractAt(eb, el, rowsTile, {i[0], e});
+                      })};
+        })[0];
+  }
+
+  /// Row i's position p and its band [lo, hi) among the tile's keys
+  /// (empty past T).
+  std::tuple<Value, Value, Value> band(OpBuilder &rb, Location rl, Value i) {
+    Value p = arith::AddIOp::create(rb, rl, p0, i);
+    auto [begin, end] = range(rb, rl, p);
+    Value inside =
+        arith::CmpIOp::create(rb, rl, arith::CmpIPredicate::ult, i, rows);
+    Value lo = arith::MinSIOp::create(
+        rb, rl, arith::SubIOp::create(rb, rl, begin, cb), width);
+    Value hi = arith::MinSIOp::create(
+        rb, rl,
+        arith::MaxSIOp::create(rb, rl, arith::SubIOp::create(rb, rl, end, cb),
+                               lo),
+        width);
+    hi = arith::SelectOp::create(rb, rl, inside, hi, lo);
+    return {p, lo, hi};
+  }
+
+  /// The delta p - p' of position p and the tile's key j: p + C - (cb + j).
+  Value deltaAt(OpBuilder &db, Location dl, Value p, Value j) {
+    return arith::SubIOp::create(db, dl,
+                                 arith::AddIOp::create(db, dl, p, t.cacheLen),
+                                 arith::AddIOp::create(db, dl, cb, j));
+  }
+
+  /// `ld` followed by `tail`.
+  SmallVector<Value> at(ValueRange tail) { return concatIndices(ld, tail); }
+
+  const WindowTiling &t;
+  OpBuilder &b;
+  Location loc;
+  ValueRange ld;
+  Value p0, rows, cb, width, chunks, zero, zeroF;
+
+private:
+  std::pair<Value, Value> range(OpBuilder &rb, Location rl, Value p) {
+    return windowKeyRange(rb, rl, p, t.cacheLen, t.window, t.blockLen,
+                          t.includeSelf);
+  }
+  Value read(OpBuilder &rb, Location rl, Value tensor, ValueRange idx) {
+    return vector::TransferReadOp::create(rb, rl, t.vecType, tensor, idx,
+                                          /*padding=*/std::nullopt,
+                                          ArrayRef<bool>{true});
+  }
+  Value write(OpBuilder &wb, Location wl, Value vec, Value tensor,
+              ValueRange idx) {
+    return vector::TransferWriteOp::create(wb, wl, vec, tensor, idx,
+                                           ArrayRef<bool>{true})
+        .getResult();
+  }
+  Value splat(OpBuilder &sb, Location sl, Value x) {
+    return vector::BroadcastOp::create(sb, sl, t.vecType, x);
+  }
+  static Value plus(OpBuilder &pb, Location pl, Value x, int64_t c) {
+    return arith::AddIOp::create(pb, pl, x, indexConst(pb, pl, c));
+  }
+  /// base + (k + extra) * lanes: the first key of vector k + extra.
+  Value keyAt(OpBuilder &ob, Location ol, Value base, Value k, int64_t extra) {
+    return arith::AddIOp::create(
+        ob, ol, base,
+        arith::MulIOp::create(ob, ol, plus(ob, ol, k, extra), t.lanesV));
+  }
+};
+
+/// window_attention on the CPU (the pass's window-tiles option): per
+/// leading index, tiles of WindowTiling::kQueryTile queries over the union
+/// of their bands: S = Q K^T in register blocks, the softmax of each row
+/// over its band (the bias read per delta), then O = P V in register blocks
+/// summed across lanes. Sums over channels and keys may be reassociated and
+/// products fuse with them, so results agree with the row-at-a-time loops
+/// to rounding.
+struct WindowAttentionTiledToLoops : OpRewritePattern<WindowAttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(WindowAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto outType = cast<RankedTensorType>(op.getType());
+    WindowTiling tiling(rewriter, loc, op);
+    Value out =
+        emptyLike(rewriter, loc, outType, dimSizes(rewriter, loc, op.getV()));
+    SmallVector<Value> results = buildNest(
+        rewriter, loc, tiling.lead, out,
+        [&](OpBuilder &b, Location l, ValueRange ld, ValueRange args) {
+          Value bias;
+          if (op.getBiasKind() != BiasKind::None)
+            bias = tiling.biasOfDelta(
+                b, l, [&](OpBuilder &fb, Location fl, Value delta) {
+                  return positionBias(fb, fl, op, ld.back(), delta);
+                });
+          return buildLoop(
+              b, l, indexConst(b, l, 0), tiling.tiles(b, l), args,
+              [&](OpBuilder &tb, Location tl, ValueRange tIv, ValueRange it) {
+                WindowTile tile(tiling, tb, tl, ld, tIv[0]);
+                Value probs = tile.softmaxRows(
+                    tile.rowsTimesKeys(tile.rowsOf(op.getQ(), tiling.d),
+                                       tiling.kT, tiling.d),
+                    bias);
+                Value o = tile.rowsTimesColumns(probs, tiling.vT, tiling.dv);
+                return SmallVector<Value>{tile.storeRows(it[0], o, tiling.dv)};
+              });
+        });
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
 /// The fused backward of window_attention. Per leading index (batch, head)
-/// the queries go by tiles of kGradQueryTile rows over the union of their
-/// bands, cut to whole vectors [cb, ce) of the keys (the transposed keys,
-/// values and their cotangents are zero-padded to whole vectors). Per tile,
-/// with Q, dY its rows (zeros past T) and the scratch S, G [tile, ce - cb]:
-///   S = Q K^T (register blocks, over the key channels), then per row the
-///   scale and position bias over its own band, -inf-free: keys outside the
-///   band get P = 0, the softmax P over the band in place;
-///   G = dY V^T, then per row G = scale P (G - sum P G) and the bias's
-///   cotangent (from P (G - sum P G), by delta);
+/// the queries go by WindowTile tiles; per tile, with Q, dY its rows:
+///   P = the softmax of S = Q K^T over each row's band (as the tiled
+///   forward computes it);
+///   G = dY V^T, then per row G = scale P (G - sum P G), and the bias's
+///   cotangent dS = P (G - sum P G) summed per delta;
 ///   dV^T[:, cb:ce] += dY^T P,  dK^T[:, cb:ce] += Q^T G,  dq = G K.
-/// The products go by register blocks of vectors over consecutive keys
-/// (kGradBlockRows x kGradBlockCols accumulators); their sums may be
-/// reassociated, so results agree with other orders to rounding. A
+/// The key and value cotangents accumulate transposed, like the keys. A
 /// position bias depends on delta = p - p' only: per leading index it is
 /// read once per delta (0 .. window + block), and its cotangent summed per
 /// delta before it goes to the table's buckets (t5) or the slope (alibi).
-/// Finally the cotangents are cut into the sequence's and the cache's and
+/// Finally the cotangents are cut into the sequence's and the cache's, and
 /// the bias's summed over the leading dimensions but the heads.
 struct WindowAttentionGradToLoops : OpRewritePattern<WindowAttentionGradOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -725,44 +1128,19 @@ struct WindowAttentionGradToLoops : OpRewritePattern<WindowAttentionGradOp> {
     auto qType = cast<RankedTensorType>(op.getQ().getType());
     auto kType = cast<RankedTensorType>(op.getK().getType());
     auto vType = cast<RankedTensorType>(op.getV().getType());
-    Type elem = qType.getElementType();
-    int64_t rank = qType.getRank();
-    int64_t lanes = vectorLanes(elem);
-    auto vecType = VectorType::get({lanes}, elem);
-    int64_t window = op.getWindowAttr().getInt();
-    int64_t blockLen = op.getBlockAttr().getInt();
-    bool includeSelf = op.getIncludeSelf();
-    // The largest delta a query sees.
-    int64_t maxDelta = window + blockLen;
-    // The widest tile: its rows' bands (at most maxDelta + 1 keys each,
-    // one more start per row) and a partial vector at each end.
-    int64_t tileWidth =
-        llvm::divideCeil(maxDelta + kGradQueryTile + 2 * lanes, lanes) * lanes;
-    SmallVector<Value> qSizes = dimSizes(rewriter, loc, op.getQ());
+    WindowTiling tiling(rewriter, loc, op);
+    Type elem = tiling.elem;
     SmallVector<Value> kSizes = dimSizes(rewriter, loc, op.getK());
     SmallVector<Value> vSizes = dimSizes(rewriter, loc, op.getV());
-    SmallVector<Value> lead(ArrayRef<Value>(qSizes).drop_back(2));
-    Value steps = qSizes[rank - 2], d = qSizes[rank - 1], dv = vSizes[rank - 1];
-    Value cacheLen = op.getKCache()
-                         ? dimSize(rewriter, loc, op.getKCache(), rank - 2)
-                         : indexConst(rewriter, loc, 0);
-    Value scale = attentionScale(rewriter, loc, elem, op.getScale(), d);
-    MLIRContext *ctx = rewriter.getContext();
-    AffineExpr s0 = getAffineSymbolExpr(0, ctx),
-               s1 = getAffineSymbolExpr(1, ctx);
-    // Columns of the transposed keys: C + T rounded up to whole vectors.
-    Value columns = affine::AffineApplyOp::create(
-        rewriter, loc, AffineMap::get(0, 2, (s0 + s1).ceilDiv(lanes) * lanes),
-        ValueRange{cacheLen, steps});
-    Value kT = transposedAfterCache(rewriter, loc, op.getKCache(), op.getK(),
-                                    cacheLen, columns);
-    Value vT = transposedAfterCache(rewriter, loc, op.getVCache(), op.getV(),
-                                    cacheLen, columns);
-    Value dkT = zerosOf(rewriter, loc, cast<RankedTensorType>(kT.getType()),
-                        dimSizes(rewriter, loc, kT));
-    Value dvT = zerosOf(rewriter, loc, cast<RankedTensorType>(vT.getType()),
-                        dimSizes(rewriter, loc, vT));
-    Value dq = emptyLike(rewriter, loc, qType, qSizes);
+    ArrayRef<Value> lead = tiling.lead;
+    Value dkT =
+        zerosOf(rewriter, loc, cast<RankedTensorType>(tiling.kT.getType()),
+                dimSizes(rewriter, loc, tiling.kT));
+    Value dvT =
+        zerosOf(rewriter, loc, cast<RankedTensorType>(tiling.vT.getType()),
+                dimSizes(rewriter, loc, tiling.vT));
+    Value dq =
+        emptyLike(rewriter, loc, qType, dimSizes(rewriter, loc, op.getQ()));
     BiasKind biasKind = op.getBiasKind();
     int64_t buckets = op.getNumBuckets() ? op.getNumBucketsAttr().getInt() : 32;
     int64_t maxDistance =
@@ -779,424 +1157,109 @@ struct WindowAttentionGradToLoops : OpRewritePattern<WindowAttentionGradOp> {
     SmallVector<Value> carried{dq, dkT, dvT};
     if (biasKind != BiasKind::None)
       carried.push_back(zerosOf(rewriter, loc, partialType, partialSizes));
-
     auto reassoc = arith::FastMathFlags::reassoc;
-    auto dynamic = ShapedType::kDynamic;
-    auto rowType = RankedTensorType::get({dynamic}, elem);
-    auto tileType = RankedTensorType::get({kGradQueryTile, dynamic}, elem);
-    Value tileRows = indexConst(rewriter, loc, kGradQueryTile);
-    Value tileCols = indexConst(rewriter, loc, tileWidth);
-    Value deltas = indexConst(rewriter, loc, maxDelta + 1);
-    Value lanesV = indexConst(rewriter, loc, lanes);
 
     SmallVector<Value> results = buildNest(
         rewriter, loc, lead, carried,
         [&](OpBuilder &b, Location l, ValueRange ld,
             ValueRange args) -> SmallVector<Value> {
-          auto idx = [&](ValueRange tail) { return concatIndices(ld, tail); };
           Value zero = indexConst(b, l, 0);
           Value zeroF = zeroOf(b, l, elem);
-          Value head = ld.empty() ? Value() : ld.back();
           // The bias of each delta, and its cotangent summed per delta.
           Value biasOfDelta, gradOfDelta;
           if (biasKind != BiasKind::None) {
-            biasOfDelta =
-                fillRow(b, l, privateScratch(b, l, rowType, {deltas}), {},
-                        deltas, [&](OpBuilder &fb, Location fl, Value delta) {
-                          return positionBias(fb, fl, op, head, delta);
-                        });
-            gradOfDelta = fillRow(
-                b, l, privateScratch(b, l, rowType, {deltas}), {}, deltas,
-                [&](OpBuilder &, Location, Value) { return zeroF; });
+            biasOfDelta = tiling.biasOfDelta(
+                b, l, [&](OpBuilder &fb, Location fl, Value delta) {
+                  return positionBias(fb, fl, op, ld.back(), delta);
+                });
+            gradOfDelta = tiling.biasOfDelta(
+                b, l, [&](OpBuilder &, Location, Value) { return zeroF; });
           }
           SmallVector<Value> tileArgs(args.take_front(3));
           if (gradOfDelta)
             tileArgs.push_back(gradOfDelta);
-          Value tiles = affine::AffineApplyOp::create(
-              b, l, AffineMap::get(0, 1, s0.ceilDiv(kGradQueryTile)),
-              ValueRange{steps});
           SmallVector<Value> swept = buildLoop(
-              b, l, zero, tiles, tileArgs,
+              b, l, zero, tiling.tiles(b, l), tileArgs,
               [&](OpBuilder &tb, Location tl, ValueRange tIv,
                   ValueRange it) -> SmallVector<Value> {
-                Value p0 = arith::MulIOp::create(tb, tl, tIv[0], tileRows);
-                Value rows = arith::MinUIOp::create(
-                    tb, tl, tileRows, arith::SubIOp::create(tb, tl, steps, p0));
-                Value pLast = arith::SubIOp::create(
-                    tb, tl, arith::AddIOp::create(tb, tl, p0, rows),
-                    indexConst(tb, tl, 1));
-                auto range = [&](OpBuilder &rb, Location rl, Value p) {
-                  return windowKeyRange(rb, rl, p, cacheLen, window, blockLen,
-                                        includeSelf);
-                };
-                Value first = range(tb, tl, p0).first;
-                Value last = range(tb, tl, pLast).second;
-                // The tile's keys in whole vectors: [cb, ce).
-                Value cb = arith::MulIOp::create(
-                    tb, tl, arith::DivUIOp::create(tb, tl, first, lanesV),
-                    lanesV);
-                Value ce = arith::MulIOp::create(
-                    tb, tl,
-                    arith::CeilDivUIOp::create(
-                        tb, tl, arith::MaxSIOp::create(tb, tl, last, first),
-                        lanesV),
-                    lanesV);
-                Value width = arith::SubIOp::create(tb, tl, ce, cb);
-                Value chunks = arith::DivUIOp::create(tb, tl, width, lanesV);
-                // The tile's rows of q and dy (zeros past T).
-                auto tileOf = [&](Value source, Value channels) {
-                  Value t =
-                      privateScratch(tb, tl, tileType, {tileRows, channels});
-                  return buildLoop(
-                      tb, tl, zero, tileRows, t,
-                      [&](OpBuilder &ib, Location il, ValueRange i,
-                          ValueRange acc) {
-                        Value inside = arith::CmpIOp::create(
-                            ib, il, arith::CmpIPredicate::ult, i[0], rows);
-                        Value p = arith::AddIOp::create(ib, il, p0, i[0]);
-                        return SmallVector<Value>{fillRow(
-                            ib, il, acc[0], {i[0]}, channels,
-                            [&](OpBuilder &eb, Location el, Value e) -> Value {
-                              auto ifOp = scf::IfOp::create(
-                                  eb, el, inside,
-                                  [&](OpBuilder &xb, Location xl) {
-                                    scf::YieldOp::create(
-                                        xb, xl,
-                                        extractAt(xb, xl, source, idx({p, e})));
-                                  },
-                                  [&](OpBuilder &xb, Location xl) {
-                                    scf::YieldOp::create(xb, xl, zeroF);
-                                  });
-                              return ifOp.getResult(0);
-                            })};
-                      })[0];
-                };
-                Value qTile = tileOf(op.getQ(), d);
-                Value dyTile = tileOf(op.getDy(), dv);
-                auto read = [&](OpBuilder &rb, Location rl, Value tensor,
-                                ValueRange at) -> Value {
-                  return vector::TransferReadOp::create(
-                      rb, rl, vecType, tensor, at, /*padding=*/std::nullopt,
-                      ArrayRef<bool>{true});
-                };
-                auto write = [&](OpBuilder &wb, Location wl, Value vec,
-                                 Value tensor, ValueRange at) -> Value {
-                  return vector::TransferWriteOp::create(
-                             wb, wl, vec, tensor, at, ArrayRef<bool>{true})
-                      .getResult();
-                };
-                auto splat = [&](OpBuilder &sb, Location sl, Value x) -> Value {
-                  return vector::BroadcastOp::create(sb, sl, vecType, x);
-                };
-                auto offset = [&](OpBuilder &ob, Location ol, Value base,
-                                  Value k, int64_t extra) -> Value {
-                  // base + (k + extra) * lanes
-                  Value at = arith::MulIOp::create(
-                      ob, ol,
-                      arith::AddIOp::create(ob, ol, k,
-                                            indexConst(ob, ol, extra)),
-                      lanesV);
-                  return arith::AddIOp::create(ob, ol, base, at);
-                };
-                // [tile, width] = rows of `x` [tile, n] times the columns
-                // cb.. of `yT` [lead..., n, columns]: register blocks of
-                // rows x vectors of keys, over the n channels.
-                auto rowsTimesKeys = [&](Value x, Value yT, Value n) {
-                  Value out =
-                      privateScratch(tb, tl, tileType, {tileRows, tileCols});
-                  return forBlocks(
-                      tb, tl, tileRows, chunks, out,
-                      [&](OpBuilder &gb, Location gl, Value i0, int64_t nr,
-                          Value c0, int64_t nc, ValueRange acc) {
-                        SmallVector<Value> init(
-                            nr * nc, splat(gb, gl, zeroOf(gb, gl, elem)));
-                        SmallVector<Value> sums = fmaBlock(
-                            gb, gl, n, init, nr, nc,
-                            [&](OpBuilder &kb, Location kl, Value k,
-                                int64_t i) {
-                              Value row = arith::AddIOp::create(
-                                  kb, kl, i0, indexConst(kb, kl, i));
-                              return splat(kb, kl,
-                                           extractAt(kb, kl, x, {row, k}));
-                            },
-                            [&](OpBuilder &kb, Location kl, Value k,
-                                int64_t c) {
-                              return read(kb, kl, yT,
-                                          idx({k, offset(kb, kl, cb, c0, c)}));
-                            });
-                        Value t = acc[0];
-                        for (int64_t i = 0; i < nr; ++i)
-                          for (int64_t c = 0; c < nc; ++c)
-                            t = write(gb, gl, sums[i * nc + c], t,
-                                      {arith::AddIOp::create(
-                                           gb, gl, i0, indexConst(gb, gl, i)),
-                                       offset(gb, gl, zero, c0, c)});
-                        return SmallVector<Value>{t};
-                      })[0];
-                };
-                // accT[lead..., e, cb..ce) += x^T r: x [tile, n], r [tile,
-                // width]; register blocks of channels x vectors of keys,
-                // over the tile's rows.
-                auto addChannelsTimesRows = [&](Value accT, Value x, Value r,
-                                                Value n) {
-                  return forBlocks(
-                      tb, tl, n, chunks, accT,
-                      [&](OpBuilder &gb, Location gl, Value e0, int64_t ne,
-                          Value c0, int64_t nc, ValueRange acc) {
-                        auto channel = [&](OpBuilder &cb2, Location cl,
-                                           int64_t e) -> Value {
-                          return arith::AddIOp::create(cb2, cl, e0,
-                                                       indexConst(cb2, cl, e));
-                        };
-                        SmallVector<Value> init;
-                        for (int64_t e = 0; e < ne; ++e)
-                          for (int64_t c = 0; c < nc; ++c)
-                            init.push_back(
-                                read(gb, gl, acc[0],
-                                     idx({channel(gb, gl, e),
-                                          offset(gb, gl, cb, c0, c)})));
-                        SmallVector<Value> sums = fmaBlock(
-                            gb, gl, tileRows, init, ne, nc,
-                            [&](OpBuilder &kb, Location kl, Value k,
-                                int64_t e) {
-                              return splat(kb, kl,
-                                           extractAt(kb, kl, x,
-                                                     {k, channel(kb, kl, e)}));
-                            },
-                            [&](OpBuilder &kb, Location kl, Value k,
-                                int64_t c) {
-                              return read(kb, kl, r,
-                                          {k, offset(kb, kl, zero, c0, c)});
-                            });
-                        Value t = acc[0];
-                        for (int64_t e = 0; e < ne; ++e)
-                          for (int64_t c = 0; c < nc; ++c)
-                            t = write(gb, gl, sums[e * nc + c], t,
-                                      idx({channel(gb, gl, e),
-                                           offset(gb, gl, cb, c0, c)}));
-                        return SmallVector<Value>{t};
-                      })[0];
-                };
-
-                // Per row i of the tile: its band [lo, hi) among the
-                // tile's keys (empty past T).
-                auto band = [&](OpBuilder &rb, Location rl, Value i) {
-                  Value p = arith::AddIOp::create(rb, rl, p0, i);
-                  auto [begin, end] = range(rb, rl, p);
-                  Value inside = arith::CmpIOp::create(
-                      rb, rl, arith::CmpIPredicate::ult, i, rows);
-                  Value lo = arith::MinSIOp::create(
-                      rb, rl, arith::SubIOp::create(rb, rl, begin, cb), width);
-                  Value hi = arith::MinSIOp::create(
-                      rb, rl,
-                      arith::MaxSIOp::create(
-                          rb, rl, arith::SubIOp::create(rb, rl, end, cb), lo),
-                      width);
-                  hi = arith::SelectOp::create(rb, rl, inside, hi, lo);
-                  return std::make_tuple(p, lo, hi);
-                };
-                // delta = p + C - (cb + j).
-                auto deltaAt = [&](OpBuilder &db, Location dl, Value p,
-                                   Value j) -> Value {
-                  return arith::SubIOp::create(
-                      db, dl, arith::AddIOp::create(db, dl, p, cacheLen),
-                      arith::AddIOp::create(db, dl, cb, j));
-                };
-                auto loopOver = [&](OpBuilder &rb, Location rl, Value lo,
-                                    Value hi, ValueRange init, LoopBody body) {
-                  return buildLoop(rb, rl, lo, hi, init, body);
-                };
-
-                // S = Q K^T, then P in place.
-                Value probs = rowsTimesKeys(qTile, kT, d);
-                probs = buildLoop(
-                    tb, tl, zero, tileRows, probs,
-                    [&](OpBuilder &rb, Location rl, ValueRange i,
-                        ValueRange acc) {
-                      Value p, lo, hi;
-                      std::tie(p, lo, hi) = band(rb, rl, i[0]);
-                      auto at = [&](Value j) {
-                        return SmallVector<Value>{i[0], j};
-                      };
-                      // The logits of the band, their largest.
-                      Value negInf =
-                          floatConst(rb, rl, elem,
-                                     -std::numeric_limits<double>::infinity());
-                      SmallVector<Value> logits = loopOver(
-                          rb, rl, lo, hi, ValueRange{acc[0], negInf},
-                          [&](OpBuilder &jb, Location jl, ValueRange j,
-                              ValueRange row) {
-                            Value x = arith::MulFOp::create(
-                                jb, jl, scale,
-                                extractAt(jb, jl, row[0], at(j[0])));
-                            if (biasOfDelta)
-                              x = arith::AddFOp::create(
-                                  jb, jl, x,
-                                  extractAt(jb, jl, biasOfDelta,
-                                            {deltaAt(jb, jl, p, j[0])}));
-                            return SmallVector<Value>{
-                                insertAt(jb, jl, x, row[0], at(j[0])),
-                                arith::MaximumFOp::create(jb, jl, row[1], x)};
-                          });
-                      SmallVector<Value> weights = loopOver(
-                          rb, rl, lo, hi, ValueRange{logits[0], zeroF},
-                          [&](OpBuilder &jb, Location jl, ValueRange j,
-                              ValueRange row) {
-                            Value w = math::ExpOp::create(
-                                jb, jl,
-                                arith::SubFOp::create(
-                                    jb, jl, extractAt(jb, jl, row[0], at(j[0])),
-                                    logits[1]));
-                            return SmallVector<Value>{
-                                insertAt(jb, jl, w, row[0], at(j[0])),
-                                arith::AddFOp::create(jb, jl, row[1], w,
-                                                      reassoc)};
-                          });
-                      // An empty band sums to 0: its row stays zero.
-                      Value inv = arith::DivFOp::create(
-                          rb, rl, floatConst(rb, rl, elem, 1.0), weights[1]);
-                      Value row = loopOver(
-                          rb, rl, lo, hi, weights[0],
-                          [&](OpBuilder &jb, Location jl, ValueRange j,
-                              ValueRange r) {
-                            Value w = arith::MulFOp::create(
-                                jb, jl, extractAt(jb, jl, r[0], at(j[0])), inv);
-                            return SmallVector<Value>{
-                                insertAt(jb, jl, w, r[0], at(j[0]))};
-                          })[0];
-                      auto zeroFill = [&](Value t, Value from, Value to) {
-                        return loopOver(rb, rl, from, to, t,
-                                        [&](OpBuilder &jb, Location jl,
-                                            ValueRange j, ValueRange r) {
-                                          return SmallVector<Value>{insertAt(
-                                              jb, jl, zeroF, r[0], at(j[0]))};
-                                        })[0];
-                      };
-                      row = zeroFill(row, zero, lo);
-                      return SmallVector<Value>{zeroFill(row, hi, width)};
-                    })[0];
-
+                WindowTile tile(tiling, tb, tl, ld, tIv[0]);
+                Value qTile = tile.rowsOf(op.getQ(), tiling.d);
+                Value dyTile = tile.rowsOf(op.getDy(), tiling.dv);
+                Value probs = tile.softmaxRows(
+                    tile.rowsTimesKeys(qTile, tiling.kT, tiling.d),
+                    biasOfDelta);
                 // G = dY V^T, then G = scale P (G - sum P G) and the bias's
                 // cotangent per delta.
-                Value grads = rowsTimesKeys(dyTile, vT, dv);
+                Value grads = tile.rowsTimesKeys(dyTile, tiling.vT, tiling.dv);
                 SmallVector<Value> rowArgs{grads};
                 if (gradOfDelta)
                   rowArgs.push_back(it[3]);
                 SmallVector<Value> afterRows = buildLoop(
-                    tb, tl, zero, tileRows, rowArgs,
+                    tb, tl, zero, tiling.tileRows, rowArgs,
                     [&](OpBuilder &rb, Location rl, ValueRange i,
                         ValueRange acc) {
                       Value p, lo, hi;
-                      std::tie(p, lo, hi) = band(rb, rl, i[0]);
-                      auto at = [&](Value j) {
+                      std::tie(p, lo, hi) = tile.band(rb, rl, i[0]);
+                      auto rowAt = [&](Value j) {
                         return SmallVector<Value>{i[0], j};
                       };
-                      Value pdp = loopOver(
+                      Value pdp = buildLoop(
                           rb, rl, lo, hi, zeroF,
                           [&](OpBuilder &jb, Location jl, ValueRange j,
                               ValueRange sum) {
                             Value x = arith::MulFOp::create(
-                                jb, jl, extractAt(jb, jl, probs, at(j[0])),
-                                extractAt(jb, jl, acc[0], at(j[0])), reassoc);
+                                jb, jl, extractAt(jb, jl, probs, rowAt(j[0])),
+                                extractAt(jb, jl, acc[0], rowAt(j[0])),
+                                reassoc);
                             return SmallVector<Value>{arith::AddFOp::create(
                                 jb, jl, sum[0], x, reassoc)};
                           })[0];
-                      // The bias's cotangent, dS = P (G - sum P G) over the
-                      // band by delta, read before G is scaled in place.
+                      // dS = P (G - sum P G) over the band, by delta, read
+                      // before G is scaled in place.
+                      auto dSAt = [&](OpBuilder &jb, Location jl, Value g,
+                                      Value j) -> Value {
+                        return arith::MulFOp::create(
+                            jb, jl, extractAt(jb, jl, probs, rowAt(j)),
+                            arith::SubFOp::create(
+                                jb, jl, extractAt(jb, jl, g, rowAt(j)), pdp));
+                      };
                       Value byDelta;
                       if (gradOfDelta)
-                        byDelta = loopOver(
+                        byDelta = buildLoop(
                             rb, rl, lo, hi, acc[1],
                             [&](OpBuilder &jb, Location jl, ValueRange j,
                                 ValueRange g) {
-                              Value dS = arith::MulFOp::create(
-                                  jb, jl, extractAt(jb, jl, probs, at(j[0])),
-                                  arith::SubFOp::create(
-                                      jb, jl,
-                                      extractAt(jb, jl, acc[0], at(j[0])),
-                                      pdp));
-                              Value delta = deltaAt(jb, jl, p, j[0]);
+                              Value delta = tile.deltaAt(jb, jl, p, j[0]);
                               Value sum = arith::AddFOp::create(
-                                  jb, jl, extractAt(jb, jl, g[0], {delta}), dS);
+                                  jb, jl, extractAt(jb, jl, g[0], {delta}),
+                                  dSAt(jb, jl, acc[0], j[0]));
                               return SmallVector<Value>{
                                   insertAt(jb, jl, sum, g[0], {delta})};
                             })[0];
-                      // G = scale P (G - sum P G) over the tile's keys (0
-                      // outside the band, where P is).
-                      Value scaled = loopOver(
-                          rb, rl, zero, width, acc[0],
-                          [&](OpBuilder &jb, Location jl, ValueRange j,
-                              ValueRange row) {
-                            Value dS = arith::MulFOp::create(
-                                jb, jl, extractAt(jb, jl, probs, at(j[0])),
-                                arith::SubFOp::create(
-                                    jb, jl, extractAt(jb, jl, row[0], at(j[0])),
-                                    pdp));
-                            return SmallVector<Value>{insertAt(
-                                jb, jl,
-                                arith::MulFOp::create(jb, jl, scale, dS),
-                                row[0], at(j[0]))};
-                          })[0];
+                      // G = scale dS over the tile's keys (0 outside the
+                      // band, where P is).
+                      Value scaled =
+                          buildLoop(rb, rl, zero, tile.width, acc[0],
+                                    [&](OpBuilder &jb, Location jl,
+                                        ValueRange j, ValueRange row) {
+                                      Value g = arith::MulFOp::create(
+                                          jb, jl, tiling.scale,
+                                          dSAt(jb, jl, row[0], j[0]));
+                                      return SmallVector<Value>{insertAt(
+                                          jb, jl, g, row[0], rowAt(j[0]))};
+                                    })[0];
                       if (!gradOfDelta)
                         return SmallVector<Value>{scaled};
                       return SmallVector<Value>{scaled, byDelta};
                     });
                 grads = afterRows[0];
-
-                // dV^T += dY^T P, dK^T += Q^T G.
-                Value dvAcc = addChannelsTimesRows(it[2], dyTile, probs, dv);
-                Value dkAcc = addChannelsTimesRows(it[1], qTile, grads, d);
-                // dq = G K: register blocks of rows x channels, over the
-                // vectors of keys, each summed across its lanes at the end.
-                Value dqTile = privateScratch(tb, tl, tileType, {tileRows, d});
-                dqTile = forBlocks(
-                    tb, tl, tileRows, d, dqTile,
-                    [&](OpBuilder &gb, Location gl, Value i0, int64_t nr,
-                        Value e0, int64_t ne, ValueRange acc) {
-                      SmallVector<Value> init(
-                          nr * ne, splat(gb, gl, zeroOf(gb, gl, elem)));
-                      SmallVector<Value> sums = fmaBlock(
-                          gb, gl, chunks, init, nr, ne,
-                          [&](OpBuilder &kb, Location kl, Value k, int64_t i) {
-                            Value row = arith::AddIOp::create(
-                                kb, kl, i0, indexConst(kb, kl, i));
-                            return read(kb, kl, grads,
-                                        {row, offset(kb, kl, zero, k, 0)});
-                          },
-                          [&](OpBuilder &kb, Location kl, Value k, int64_t e) {
-                            Value channel = arith::AddIOp::create(
-                                kb, kl, e0, indexConst(kb, kl, e));
-                            return read(
-                                kb, kl, kT,
-                                idx({channel, offset(kb, kl, cb, k, 0)}));
-                          });
-                      Value t = acc[0];
-                      for (int64_t i = 0; i < nr; ++i)
-                        for (int64_t e = 0; e < ne; ++e) {
-                          Value sum = vector::ReductionOp::create(
-                              gb, gl, vector::CombiningKind::ADD,
-                              sums[i * ne + e], reassoc);
-                          t = insertAt(
-                              gb, gl, sum, t,
-                              {arith::AddIOp::create(gb, gl, i0,
-                                                     indexConst(gb, gl, i)),
-                               arith::AddIOp::create(gb, gl, e0,
-                                                     indexConst(gb, gl, e))});
-                        }
-                      return SmallVector<Value>{t};
-                    })[0];
-                // The tile's rows of dq.
-                Value dqAcc = buildLoop(
-                    tb, tl, zero, rows, it[0],
-                    [&](OpBuilder &ib, Location il, ValueRange i,
-                        ValueRange acc) {
-                      Value p = arith::AddIOp::create(ib, il, p0, i[0]);
-                      return SmallVector<Value>{
-                          fillRow(ib, il, acc[0], idx({p}), d,
-                                  [&](OpBuilder &eb, Location el, Value e) {
-                                    return extractAt(eb, el, dqTile, {i[0], e});
-                                  })};
-                    })[0];
+                Value dvAcc =
+                    tile.addChannelsTimesRows(it[2], dyTile, probs, tiling.dv);
+                Value dkAcc =
+                    tile.addChannelsTimesRows(it[1], qTile, grads, tiling.d);
+                Value dqAcc = tile.storeRows(
+                    it[0], tile.rowsTimesColumns(grads, tiling.kT, tiling.d),
+                    tiling.d);
                 SmallVector<Value> next{dqAcc, dkAcc, dvAcc};
                 if (gradOfDelta)
                   next.push_back(afterRows[1]);
@@ -1207,9 +1270,8 @@ struct WindowAttentionGradToLoops : OpRewritePattern<WindowAttentionGradOp> {
           if (biasKind == BiasKind::None)
             return out;
           // The bias's cotangent by delta to this leading index's partial.
-          Value partial = args[3];
-          partial = buildLoop(
-              b, l, zero, deltas, partial,
+          Value partial = buildLoop(
+              b, l, zero, tiling.deltas, args[3],
               [&](OpBuilder &db, Location dl, ValueRange delta,
                   ValueRange acc) {
                 Value g = extractAt(db, dl, swept[3], delta);
@@ -1235,6 +1297,7 @@ struct WindowAttentionGradToLoops : OpRewritePattern<WindowAttentionGradOp> {
 
     // The cotangents in operand order: dq, dk, dv, dbias, dk_cache,
     // dv_cache.
+    Value cacheLen = tiling.cacheLen;
     SmallVector<Value> grads{results[0]};
     Value zeroIdx = indexConst(rewriter, loc, 0);
     grads.push_back(
@@ -1459,8 +1522,13 @@ struct RelAttentionToLoops : OpRewritePattern<RelAttentionOp> {
 
 } // namespace
 
-void mlir::recur::loops::populateAttentionPatterns(
-    RewritePatternSet &patterns) {
-  patterns.add<WindowAttentionToLoops, WindowAttentionGradToLoops,
-               AttentionToLoops, RelAttentionToLoops>(patterns.getContext());
+void mlir::recur::loops::populateAttentionPatterns(RewritePatternSet &patterns,
+                                                   bool windowTiles) {
+  if (windowTiles)
+    patterns.add<WindowAttentionTiledToLoops>(patterns.getContext());
+  else
+    patterns.add<WindowAttentionToLoops>(patterns.getContext());
+  patterns
+      .add<WindowAttentionGradToLoops, AttentionToLoops, RelAttentionToLoops>(
+          patterns.getContext());
 }

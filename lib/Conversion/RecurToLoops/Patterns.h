@@ -33,8 +33,11 @@ void populateScanPatterns(RewritePatternSet &patterns, int64_t scanGroup,
 /// gate (Gates.cpp).
 void populateGatePatterns(RewritePatternSet &patterns);
 
-/// window_attention, attention and rel_attention (Attention.cpp).
-void populateAttentionPatterns(RewritePatternSet &patterns);
+/// window_attention, window_attention_grad, attention and rel_attention
+/// (Attention.cpp); window_attention by tiles of queries in register blocks
+/// when `windowTiles` is set (the CPU's form), a query row at a time
+/// otherwise.
+void populateAttentionPatterns(RewritePatternSet &patterns, bool windowTiles);
 
 /// block_recurrence, memory_update and stop_gradient (Blocks.cpp).
 void populateBlockPatterns(RewritePatternSet &patterns);

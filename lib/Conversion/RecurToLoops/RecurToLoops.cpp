@@ -51,7 +51,8 @@ struct ConvertRecurToLoopsPass
     target.addIllegalDialect<RecurDialect>();
     RewritePatternSet patterns(&getContext());
     populateRecurToLoopsPatterns(patterns, scanGroup, scanChunk,
-                                 streamStoreBytes, glaColumnThreads);
+                                 streamStoreBytes, glaColumnThreads,
+                                 windowTiles);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
@@ -65,15 +66,13 @@ struct ConvertRecurToLoopsPass
 
 } // namespace
 
-void mlir::recur::populateRecurToLoopsPatterns(RewritePatternSet &patterns,
-                                               int64_t scanGroup,
-                                               int64_t scanChunk,
-                                               int64_t streamStoreBytes,
-                                               bool glaColumnThreads) {
+void mlir::recur::populateRecurToLoopsPatterns(
+    RewritePatternSet &patterns, int64_t scanGroup, int64_t scanChunk,
+    int64_t streamStoreBytes, bool glaColumnThreads, bool windowTiles) {
   loops::populateScanPatterns(patterns, scanGroup, scanChunk, streamStoreBytes,
                               glaColumnThreads);
   loops::populateGatePatterns(patterns);
-  loops::populateAttentionPatterns(patterns);
+  loops::populateAttentionPatterns(patterns, windowTiles);
   loops::populateBlockPatterns(patterns);
   loops::populateDepthPatterns(patterns);
   loops::populateExpertPatterns(patterns);

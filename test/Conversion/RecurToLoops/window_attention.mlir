@@ -1,4 +1,5 @@
 // RUN: recur-opt %s --convert-recur-to-loops --split-input-file | FileCheck %s --implicit-check-not=recur.
+// RUN: recur-opt %s --convert-recur-to-loops=window-tiles=true --split-input-file | FileCheck %s --check-prefix=TILES --implicit-check-not=recur.
 
 // Token band with include_self over a dynamic T: query p sees the keys at
 // p - 2 .. p (window 3), clamped at 0. The keys are first copied transposed
@@ -121,6 +122,40 @@
 // CHECK:         arith.divf %{{.+}}, %[[WS]]#1 : f32
 // CHECK:     } else {
 // CHECK:       scf.yield %[[ACC]]
+// With window-tiles (the CPU pipeline's form), the forward goes as
+// window_attention_grad does: the keys and values transposed and padded to
+// whole vectors of 8 keys; per leading index the ALiBi bias of each
+// distance 0 .. 3 once; tiles of 16 queries over the union of their bands
+// (at most ceil((3 + 16 + 16) / 8) * 8 = 40 keys): the tile's rows of q,
+// S = Q K^T in register blocks of 4 rows x 2 vectors of keys over the
+// channels, the softmax of each row over its band (scaled logit plus the
+// bias of its distance), then O = P V in blocks of rows x channels over
+// the vectors of keys, summed across the lanes, into the tile's rows.
+// TILES-LABEL: func.func @window_token_alibi
+// TILES-SAME: (%[[Q:[^:]+]]: tensor<2x?x4xf32>, %[[K:[^:]+]]: tensor<2x?x4xf32>, %[[V:[^:]+]]: tensor<2x?x3xf32>, %[[SL:[^:]+]]: tensor<2xf32>)
+// TILES:       scf.for {{.+}} -> (tensor<2x4x?xf32>)
+// TILES:         tensor.extract %[[K]]
+// TILES:       scf.for {{.+}} -> (tensor<2x3x?xf32>)
+// TILES:         tensor.extract %[[V]]
+// TILES:       scf.for %[[N:[^ ]+]] = {{.+}} -> (tensor<2x?x3xf32>)
+// TILES:         bufferization.alloc_tensor(%c4{{.*}}) : tensor<?xf32>
+// TILES:           tensor.extract %[[SL]][%[[N]]]
+// TILES:         scf.for %{{.+}} -> (tensor<2x?x3xf32>)
+// TILES:           bufferization.alloc_tensor(%c4) : tensor<16x?xf32>
+// TILES:             tensor.extract %[[Q]]
+// TILES:           bufferization.alloc_tensor(%c40) : tensor<16x?xf32>
+// TILES:               vector.transfer_read %{{.+}}[%[[N]], %{{.+}}, %{{.+}}], %{{.+}} {in_bounds = [true]} : tensor<2x4x?xf32>, vector<8xf32>
+// TILES-COUNT-8:       vector.fma
+// TILES:             arith.mulf %cst{{.*}}, %{{.+}} : f32
+// TILES:             arith.addf
+// TILES:             arith.maximumf
+// TILES:             math.exp
+// TILES:             arith.addf %{{.+}}, %{{.+}} fastmath<reassoc> : f32
+// TILES:           bufferization.alloc_tensor(%c3) : tensor<16x?xf32>
+// TILES:               vector.transfer_read %{{.+}}[%[[N]], %{{.+}}, %{{.+}}], %{{.+}} {in_bounds = [true]} : tensor<2x3x?xf32>, vector<8xf32>
+// TILES:             vector.reduction <add>, %{{.+}} fastmath<reassoc> : vector<8xf32> into f32
+// TILES:           tensor.insert %{{.+}} into %{{.+}}[%[[N]], %{{.+}}, %{{.+}}] : tensor<2x?x3xf32>
+// TILES:       return
 func.func @window_token_alibi(%q: tensor<2x?x4xf32>, %k: tensor<2x?x4xf32>,
                               %v: tensor<2x?x3xf32>, %slopes: tensor<2xf32>)
     -> tensor<2x?x3xf32> {

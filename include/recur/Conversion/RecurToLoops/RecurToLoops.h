@@ -52,14 +52,15 @@ constexpr llvm::StringLiteral kAllocatesNothingAttrName =
 void stripFrontEndAttributes(ModuleOp module);
 
 /// Adds the patterns that lower recur ops to scalar scf loops; `scanGroup`,
-/// `scanChunk`, `streamStoreBytes` and `glaColumnThreads` as the pass
-/// options scan-group, scan-chunk, stream-store-bytes and
-/// gla-column-threads.
+/// `scanChunk`, `streamStoreBytes`, `glaColumnThreads` and `windowTiles`
+/// as the pass options scan-group, scan-chunk, stream-store-bytes,
+/// gla-column-threads and window-tiles.
 void populateRecurToLoopsPatterns(RewritePatternSet &patterns,
                                   int64_t scanGroup = kDefaultScanGroup,
                                   int64_t scanChunk = 0,
                                   int64_t streamStoreBytes = 0,
-                                  bool glaColumnThreads = false);
+                                  bool glaColumnThreads = false,
+                                  bool windowTiles = false);
 
 /// The unit attribute that tags a loop over time whose stores into buffers
 /// indexed by its induction variable write each element once (a scan's
