@@ -1329,6 +1329,88 @@ func.func @f(%q: $Q, %k: $Q, %v: $V $BIASARG $CACHEARG) -> $V
       ASSERT_EQ(out.size(), 1u);
       expectClose("window_attention", dt, real(out[0]),
                   windowAttention(q, k, v, attrs, bias, kc, vc));
+
+      // The fused backward (the register blocks of 8 f32 or 4 f64 lanes)
+      // against central differences of the float64 oracle's forward, L =
+      // sum(dy * o), one input element at a time.
+      Tensor<double> dy = rng.tensor(dt, vShape);
+      std::vector<HostTensor> gradArgs = {host(q), host(k), host(v), host(dy)};
+      std::string results = "$Q, $Q, $V";
+      std::vector<Tensor<double> *> wrt = {&q, &k, &v};
+      if (bias) {
+        gradArgs.push_back(host(*bias));
+        results += ", $BT";
+        wrt.push_back(&*bias);
+      }
+      if (c.cache) {
+        gradArgs.push_back(host(*kc));
+        gradArgs.push_back(host(*vc));
+        results += ", $KC, $VC";
+        wrt.push_back(&*kc);
+        wrt.push_back(&*vc);
+      }
+      std::string gradSrc =
+          fill(R"mlir(
+func.func @f(%q: $Q, %k: $Q, %v: $V, %dy: $V $BIASARG $CACHEARG)
+    -> ($RESULTS) attributes {llvm.emit_c_interface} {
+  %g:$N = recur.window_attention_grad %q, %k, %v, %dy $BIAS $CACHE
+      window $W $ATTRS : $Q, $Q, $V -> $RESULTS
+  return $GS : $RESULTS
+})mlir",
+               {{"BIASARG", bias ? ", %bias: $BT" : ""},
+                {"CACHEARG", c.cache ? ", %kc: $KC, %vc: $VC" : ""},
+                {"BIAS", bias ? "bias(%bias : $BT)" : ""},
+                {"CACHE", c.cache ? "cache(%kc, %vc : $KC, $VC)" : ""},
+                {"W", std::to_string(c.window)},
+                {"ATTRS", attrText},
+                {"RESULTS", results},
+                {"N", std::to_string(wrt.size())}});
+      std::string returned;
+      for (size_t i = 0; i < wrt.size(); ++i)
+        returned += (i ? ", %g#" : "%g#") + std::to_string(i);
+      gradSrc = fill(gradSrc, {{"GS", returned}});
+      gradSrc = fill(gradSrc, {{"Q", ty(qShape, f)},
+                               {"V", ty(vShape, f)},
+                               {"BT", ty(biasShape, f)},
+                               {"KC", ty(kcShape, f)},
+                               {"VC", ty(vcShape, f)}});
+      std::vector<HostTensor> grads = runLowered(gradSrc, gradArgs);
+      ASSERT_EQ(grads.size(), wrt.size());
+      auto loss = [&] {
+        Tensor<double> o = windowAttention(q, k, v, attrs, bias, kc, vc);
+        double sum = 0.0;
+        for (size_t n = 0; n < o.data.size(); ++n)
+          sum += dy.data[n] * o.data[n];
+        return sum;
+      };
+      for (size_t i = 0; i < wrt.size(); ++i) {
+        Tensor<double> &x = *wrt[i];
+        Tensor<double> expected(x.shape);
+        for (size_t n = 0; n < x.data.size(); ++n) {
+          double saved = x.data[n], h = 1e-5 * std::max(1.0, std::abs(saved));
+          x.data[n] = saved + h;
+          double up = loss();
+          x.data[n] = saved - h;
+          double down = loss();
+          x.data[n] = saved;
+          expected.data[n] = (up - down) / (2.0 * h);
+        }
+        // The differences (steps of 1e-5) carry about 1e-10 of truncation
+        // and roundoff (4e-10 measured): float64 is checked to 1e-8, float32
+        // to its own tolerance (4e-7 measured).
+        Tensor<double> actual = real(grads[i]);
+        double diff = 0.0, scale = 0.0;
+        for (size_t n = 0; n < x.data.size(); ++n) {
+          diff = std::max(diff, std::abs(actual.data[n] - expected.data[n]));
+          scale = std::max(scale, std::abs(expected.data[n]));
+        }
+        double err = scale > 0.0 ? diff / scale : diff;
+        double &worst = worstErrors()["window_attention_grad"][name(dt)];
+        worst = std::max(worst, err);
+        EXPECT_LE(err, dt == Dtype::F64 ? 1e-8 : kTolF32)
+            << "window_attention_grad result #" << i << ": normwise error "
+            << err;
+      }
     }
 }
 
