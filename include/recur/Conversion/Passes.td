@@ -40,8 +40,10 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
     - `gate`, `halting`: one loop nest over the elements (tokens); halted
       tokens are exact copies (`arith.select`), and the halting threshold is
       compared in f64.
-    - `window_attention`, `attention`, `rel_attention`: one query row at a
-      time over the range of keys it may see (a band, the causal prefix, the
+    - `window_attention` with `window-tiles`: as `window_attention_grad`
+      below, tiles of 16 queries, Q K^T and P V in register blocks.
+    - `window_attention` (otherwise), `attention`, `rel_attention`: one
+      query row at a time over the range of keys it may see (a band, the causal prefix, the
       memory plus the segment), with a per-key visibility test for the memory
       mask and key padding; a two-pass safe softmax (the largest logit, then
       `exp(logit - max)`, their sum and the weighted value rows), so no
