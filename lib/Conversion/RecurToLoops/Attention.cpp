@@ -600,9 +600,9 @@ Value untranspose(OpBuilder &b, Location loc, Value transposed,
                         sizes[rank - 1], first, /*intoTransposed=*/false);
 }
 
-/// The register blocks of its products: kGradBlockRows x kGradBlockCols
-/// vector accumulators.
-constexpr int64_t kGradBlockRows = 4, kGradBlockCols = 2;
+/// The register blocks of the tiled window attention's products (forward
+/// and backward): kBlockRows x kBlockCols vector accumulators.
+constexpr int64_t kBlockRows = 4, kBlockCols = 2;
 
 /// The vector lanes of `elem` in a 256-bit register.
 int64_t vectorLanes(Type elem) { return 256 / elem.getIntOrFloatBitWidth(); }
@@ -675,16 +675,16 @@ using GridBody = function_ref<SmallVector<Value>(
     OpBuilder &, Location, Value row, int64_t rows, Value col, int64_t cols,
     ValueRange args)>;
 
-/// Covers an m x n grid with blocks of kGradBlockRows x kGradBlockCols,
+/// Covers an m x n grid with blocks of kBlockRows x kBlockCols,
 /// then blocks one row or one column wide over what is left. (Going down
 /// the columns first, so that what a block reads of its column stays in
 /// the first-level cache for the next, measured no faster.)
 SmallVector<Value> forBlocks(OpBuilder &b, Location loc, Value m, Value n,
                              ValueRange iterArgs, GridBody body) {
   return buildBlockedLoop(
-      b, loc, m, kGradBlockRows, iterArgs,
+      b, loc, m, kBlockRows, iterArgs,
       [&](OpBuilder &rb, Location rl, ArrayRef<Value> rows, ValueRange args) {
-        return buildBlockedLoop(rb, rl, n, kGradBlockCols, args,
+        return buildBlockedLoop(rb, rl, n, kBlockCols, args,
                                 [&](OpBuilder &cb, Location cl,
                                     ArrayRef<Value> cols, ValueRange inner) {
                                   return body(cb, cl, rows[0], rows.size(),
@@ -747,10 +747,11 @@ struct WindowTiling {
         ValueRange{steps});
   }
 
-  /// The bias of each delta 0 .. maxDelta, in scratch.
-  Value biasOfDelta(OpBuilder &b, Location loc, IndexFn bias) const {
+  /// A row of scratch holding value(delta) for each delta 0 .. maxDelta
+  /// (the position bias, or zeros to sum its cotangent into).
+  Value perDelta(OpBuilder &b, Location loc, IndexFn value) const {
     return fillRow(b, loc, privateScratch(b, loc, rowType, {deltas}), {},
-                   deltas, bias);
+                   deltas, value);
   }
 
   /// Queries of a tile: its keys (the union of its rows' bands) are read,
@@ -771,7 +772,7 @@ struct WindowTiling {
 /// One tile of WindowTiling::kQueryTile queries of leading index `ld`: rows
 /// [p0, p0 + rows) (rows < kQueryTile in the last tile) and the keys [cb,
 /// ce) of the union of their bands, cut to whole vectors (`chunks` of them).
-/// Its products go by register blocks of kGradBlockRows x kGradBlockCols
+/// Its products go by register blocks of kBlockRows x kBlockCols
 /// vectors (vector.fma) over consecutive keys.
 class WindowTile {
 public:
@@ -1085,7 +1086,7 @@ struct WindowAttentionTiledToLoops : OpRewritePattern<WindowAttentionOp> {
         [&](OpBuilder &b, Location l, ValueRange ld, ValueRange args) {
           Value bias;
           if (op.getBiasKind() != BiasKind::None)
-            bias = tiling.biasOfDelta(
+            bias = tiling.perDelta(
                 b, l, [&](OpBuilder &fb, Location fl, Value delta) {
                   return positionBias(fb, fl, op, ld.back(), delta);
                 });
@@ -1168,11 +1169,11 @@ struct WindowAttentionGradToLoops : OpRewritePattern<WindowAttentionGradOp> {
           // The bias of each delta, and its cotangent summed per delta.
           Value biasOfDelta, gradOfDelta;
           if (biasKind != BiasKind::None) {
-            biasOfDelta = tiling.biasOfDelta(
+            biasOfDelta = tiling.perDelta(
                 b, l, [&](OpBuilder &fb, Location fl, Value delta) {
                   return positionBias(fb, fl, op, ld.back(), delta);
                 });
-            gradOfDelta = tiling.biasOfDelta(
+            gradOfDelta = tiling.perDelta(
                 b, l, [&](OpBuilder &, Location, Value) { return zeroF; });
           }
           SmallVector<Value> tileArgs(args.take_front(3));
