@@ -478,12 +478,37 @@ void BM_RecurWindowBackward(benchmark::State &st) {
   runLayer(st, recur_Window_layer(), {1, shapes().winT}, 2 * windowFlops(),
            true);
 }
+// The Block-Recurrent pair, compiled at D = 512, H = 8, W = S = 512, F =
+// 2048 (bench/CMakeLists.txt), counting the matmuls and attention products
+// of examples/block_recurrent.recur (2 FLOPs a multiply-add; norms, gates
+// and softmax not counted). Per token, both layers: the value, key and
+// query projections (2 D^2 each), the window's scores and weighted sum
+// (4 W D), W_O and the relu MLP (4 D F). The recurrent layer adds per
+// token a second query projection (2 D^2), the read of the S state vectors
+// (4 S D) and W_O's second half (2 D^2), and per block of W tokens the
+// state's work: four projections of the S state vectors (8 S D^2), their
+// self-attention (4 S^2 D), their attention over the 2 W cached and current
+// tokens (8 S W D) and W_O' (4 S D^2).
+constexpr double kBrtD = 512, kBrtW = 512, kBrtS = 512, kBrtF = 2048;
+double slidingWindowFlops() {
+  double d = kBrtD, tokens = double(shapes().brtT);
+  return tokens * (6 * d * d + 4 * kBrtW * d + 2 * d * d + 4 * d * kBrtF);
+}
+double blockRecurrentFlops() {
+  double d = kBrtD, s = kBrtS, w = kBrtW, tokens = double(shapes().brtT);
+  double perToken = 2 * d * d + 4 * s * d + 2 * d * d;
+  double perBlock =
+      8 * s * d * d + 4 * s * s * d + 8 * s * w * d + 4 * s * d * d;
+  return slidingWindowFlops() + tokens * perToken + tokens / w * perBlock;
+}
+
 void BM_RecurBlockRecurrent(benchmark::State &st) {
-  runLayer(st, recur_BlockRecurrentSkipFixed_layer(), {1, shapes().brtT}, 0,
-           false);
+  runLayer(st, recur_BlockRecurrentSkipFixed_layer(), {1, shapes().brtT},
+           blockRecurrentFlops(), false);
 }
 void BM_RecurSlidingWindow(benchmark::State &st) {
-  runLayer(st, recur_SlidingWindow_layer(), {1, shapes().brtT}, 0, false);
+  runLayer(st, recur_SlidingWindow_layer(), {1, shapes().brtT},
+           slidingWindowFlops(), false);
 }
 
 void registerAll() {

@@ -175,6 +175,19 @@ def main():
         print(f"Block-Recurrent layer / sliding-window layer (W = S = 512, "
               f"d = 512): {fmt(brt['ms'])} ms / {fmt(slide['ms'])} ms = "
               f"{brt_ratio:.2f}x (target <= 1.1x)")
+        if brt.get("gflops") and slide.get("gflops"):
+            # The FLOPs recur-bench counts per call (bench/recur_bench.cpp):
+            # the time ratio the layers' own arithmetic implies at equal
+            # rates, and each layer's rate against the same run's sgemm.
+            flop_ratio = (brt["gflops"] * brt["ms"]) / (slide["gflops"] *
+                                                        slide["ms"])
+            rates = ", ".join(
+                f"{name} {fmt(r['gflops'])} GFLOP/s"
+                + (f" ({fmt(r['gflops'] / sgemm)} of sgemm)" if sgemm else "")
+                for name, r in (("block-recurrent", brt),
+                                ("sliding window", slide)))
+            print(f"  FLOPs block-recurrent / sliding window: "
+                  f"{flop_ratio:.2f}x; {rates}")
     print("recurc, spec to object (target < 2 s): " +
           ", ".join(f"{k} {v:.2f} s" for k, v in compiles.items()))
 
