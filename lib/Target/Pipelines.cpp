@@ -46,7 +46,8 @@ void ensurePassesRegistered() {
 /// deallocated.
 std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
                             int64_t streamStoreBytes, bool glaColumnThreads,
-                            bool windowTiles, bool destinations) {
+                            bool windowTiles, bool blockContractions,
+                            bool destinations) {
   return "convert-recur-to-loops{mark-parallel scan-group=" +
          std::to_string(scanGroup) +
          " scan-chunk=" + std::to_string(scanChunk) +
@@ -58,7 +59,8 @@ std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
          "recur-fuse-elementwise,"
          "recur-interchange-reductions,"
          "canonicalize,"
-         "cse,"
+         "cse," +
+         std::string(blockContractions ? "recur-block-contractions," : "") +
          "one-shot-bufferize{bufferize-function-boundaries "
          "function-boundary-type-conversion=identity-layout-map "
          "allow-return-allocs-from-loops}," +
@@ -131,7 +133,7 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
       bufferizedLoops(kScanGroupByThreads, /*scanChunk=*/0,
                       options.streamStoreBytes,
                       /*glaColumnThreads=*/false, /*windowTiles=*/true,
-                      /*destinations=*/true) +
+                      /*blockContractions=*/true, /*destinations=*/true) +
       "recur-stream-stores,"
       "func.func(recur-promote-accumulators),"
       "recur-workspace-bound,"
@@ -169,6 +171,7 @@ void mlir::recur::buildCudaLoweringPipeline(
                                      /*streamStoreBytes=*/0,
                                      /*glaColumnThreads=*/true,
                                      /*windowTiles=*/false,
+                                     /*blockContractions=*/false,
                                      /*destinations=*/false) +
                      "func.func(recur-gpu-offload),"
                      "gpu-kernel-outlining,"

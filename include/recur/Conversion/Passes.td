@@ -224,6 +224,42 @@ def RecurInterchangeReductions : Pass<"recur-interchange-reductions"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def RecurBlockContractions : Pass<"recur-block-contractions"> {
+  let summary = "Run linalg matrix products on tensors as loops over "
+                "register blocks of vectors (CPU)";
+  let description = [{
+    A linalg contraction `C[..., i, ..., j] += A[..., i, ..., k] *
+    B[..., k, ..., j]` on tensors, with one reduction dimension `k`, `j`
+    the last dimension of `C`, read by `B` and not by `A`, a dimension `i`
+    of `A` and `C` absent from `B`, and the body a multiply and an add of
+    one float type, becomes loops over blocks of `rows` values of `i` by
+    `cols` vectors of `j` (8 lanes of f32, 4 of f64): the block's outputs
+    are read into vector registers, the loop over `k` broadcasts one element
+    of `A` per row and loads one vector of `B` per column, and adds their
+    products with `vector.fma`, and the block is written back once. Lowered
+    to plain loops instead, each multiply-add loads and stores its output
+    vector. Where `j` is not `B`'s last dimension (`C = A B^T`, as in the
+    input gradients of a backward), the blocks read a copy of `B` with that
+    dimension moved last (`linalg.transpose`, one pass over `B`).
+
+    What a block does not cover goes by narrower blocks: the rows left over
+    one at a time, the columns left over one vector at a time, and the last
+    columns short of a vector in one vector read and written past the end
+    (masked). The loops over the other parallel dimensions and over the row
+    blocks are tagged `recur.parallel`. Each output element sums its terms
+    in the same order as before, each step a fused multiply-add.
+  }];
+  let options = [
+    Option<"rows", "rows", "int64_t", /*default=*/"6",
+           "Rows of `i` per register block">,
+    Option<"cols", "cols", "int64_t", /*default=*/"2",
+           "Vectors of `j` per register block">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def RecurDestinationOutputs : Pass<"recur-destination-outputs",
                                    "::mlir::ModuleOp"> {
   let summary = "Write each output of a layer function into a destination "

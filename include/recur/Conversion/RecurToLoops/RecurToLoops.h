@@ -25,6 +25,7 @@ namespace recur {
 #define GEN_PASS_DECL_RECURPROMOTEACCUMULATORS
 #define GEN_PASS_DECL_RECURFUSEELEMENTWISE
 #define GEN_PASS_DECL_RECURINTERCHANGEREDUCTIONS
+#define GEN_PASS_DECL_RECURBLOCKCONTRACTIONS
 #include "recur/Conversion/Passes.h.inc"
 
 /// `recur-workspace-bound` names the bound of layer function F

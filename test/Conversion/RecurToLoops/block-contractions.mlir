@@ -1,0 +1,204 @@
+// RUN: recur-opt %s --recur-block-contractions --split-input-file | FileCheck %s
+// RUN: recur-opt %s --recur-block-contractions='rows=2 cols=1' --split-input-file | FileCheck %s --check-prefix=SMALL
+// RUN: not recur-opt %s --recur-block-contractions='rows=0' --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+
+// BAD: rows and cols must be at least 1
+
+// A projection y[b, t, n] += x[b, t, k] W[k, n] (loops b, t, k, n, as
+// recur-interchange-reductions leaves them): blocks of 6 rows of t by 2
+// vectors of 8 columns, read once, updated over k by one broadcast of x per
+// row and one vector of W per column (12 vector.fma), written back once.
+// 20 columns: one block of 16, then the 4 left in one masked vector (no
+// in_bounds). The rows left over (T mod 6) go one at a time; both row
+// nests are tagged parallel, the column and k loops are not.
+
+#x = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#w = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
+#y = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+
+// CHECK-LABEL: func.func @projection
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x?x64xf32>, %[[W:[^:]+]]: tensor<64x20xf32>, %[[INIT:[^:]+]]: tensor<?x?x20xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK: %[[T:.+]] = tensor.dim %[[X]], %c1{{(_[0-9]+)?}}
+// CHECK: %[[FULL:.+]] = arith.divui %[[T]], %c6{{(_[0-9]+)?}}
+// CHECK: %[[FIRST:.+]] = arith.muli %[[FULL]], %c6{{(_[0-9]+)?}}
+// CHECK: %[[LEFT:.+]] = arith.subi %[[T]], %[[FIRST]]
+// CHECK: scf.for %[[B:.+]] = %c0{{(_[0-9]+)?}} to %{{.+}} step %c1{{(_[0-9]+)?}} iter_args(%[[Y0:.+]] = %[[INIT]])
+// CHECK: scf.for %[[RB:.+]] = %c0{{(_[0-9]+)?}} to %[[FULL]] step %c1{{(_[0-9]+)?}} iter_args(%[[Y1:.+]] = %[[Y0]])
+// CHECK: %[[ROW:.+]] = arith.muli %[[RB]], %c6{{(_[0-9]+)?}}
+// CHECK: scf.for %[[COL:.+]] = %c0{{(_[0-9]+)?}} to %{{.+}} step %c16{{(_[0-9]+)?}} iter_args(%[[Y2:.+]] = %[[Y1]])
+// CHECK-COUNT-12: vector.transfer_read %[[Y2]]{{.+}} {in_bounds = [true]} : tensor<?x?x20xf32>, vector<8xf32>
+// CHECK: scf.for %[[K:.+]] = %c0{{(_[0-9]+)?}} to %c64{{(_[0-9]+)?}} step %c1{{(_[0-9]+)?}} iter_args({{.+}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: tensor.extract %[[X]][%[[B]], %[[ROW]], %[[K]]]
+// CHECK: vector.broadcast
+// CHECK-COUNT-5: tensor.extract %[[X]]
+// CHECK: vector.transfer_read %[[W]][%[[K]], %[[COL]]]{{.+}} {in_bounds = [true]}
+// CHECK: vector.transfer_read %[[W]]
+// CHECK-COUNT-12: vector.fma
+// CHECK-NEXT: scf.yield
+// CHECK-COUNT-12: vector.transfer_write {{.+}} {in_bounds = [true]} : vector<8xf32>, tensor<?x?x20xf32>
+// Single vectors (none here: 20 - 16 < 8), then the masked rest.
+// CHECK: scf.for %{{.+}} step %c8{{(_[0-9]+)?}}
+// CHECK: scf.for %[[REST:.+]] = %{{.+}} to %c20{{(_[0-9]+)?}} step %c8{{(_[0-9]+)?}}
+// CHECK: vector.transfer_read %{{.+}}[%[[B]], %[[ROW]], %[[REST]]], %{{.+}} : tensor<?x?x20xf32>, vector<8xf32>
+// CHECK: vector.transfer_read %[[W]][%{{.+}}, %[[REST]]], %{{.+}} : tensor<64x20xf32>, vector<8xf32>
+// CHECK: vector.transfer_write %{{.+}}, %{{.+}}[%[[B]], %[[ROW]], %[[REST]]] : vector<8xf32>, tensor<?x?x20xf32>
+// CHECK: } {recur.parallel}
+// CHECK: } {recur.parallel}
+// The rows left over, one at a time after the whole blocks.
+// CHECK: scf.for %{{.+}} = %c0{{(_[0-9]+)?}} to %{{.+}} step %c1{{(_[0-9]+)?}}
+// CHECK: scf.for %[[R1:.+]] = %c0{{(_[0-9]+)?}} to %[[LEFT]] step %c1{{(_[0-9]+)?}}
+// CHECK: %[[OFF:.+]] = arith.muli %[[R1]], %c1{{(_[0-9]+)?}}
+// CHECK: arith.addi %[[FIRST]], %[[OFF]]
+// CHECK-COUNT-2: vector.transfer_read %{{.+}} {in_bounds = [true]} : tensor<?x?x20xf32>, vector<8xf32>
+// CHECK: } {recur.parallel}
+// CHECK: } {recur.parallel}
+
+// SMALL-LABEL: func.func @projection
+// SMALL: arith.divui %{{.+}}, %c2{{(_[0-9]+)?}}
+// SMALL: scf.for %{{.+}} step %c8{{(_[0-9]+)?}}
+// SMALL-COUNT-2: vector.fma
+// SMALL-NEXT: scf.yield
+func.func @projection(%x: tensor<?x?x64xf32>, %w: tensor<64x20xf32>,
+                      %init: tensor<?x?x20xf32>) -> tensor<?x?x20xf32> {
+  %r = linalg.generic {indexing_maps = [#x, #w, #y],
+                       iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
+      ins(%x, %w : tensor<?x?x64xf32>, tensor<64x20xf32>)
+      outs(%init : tensor<?x?x20xf32>) {
+  ^bb0(%in: f32, %in_w: f32, %out: f32):
+    %m = arith.mulf %in, %in_w : f32
+    %s = arith.addf %out, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?x20xf32>
+  return %r : tensor<?x?x20xf32>
+}
+
+// -----
+
+// Per head, f64 (vectors of 4): o[h, t, e] += p[h, t, s] v[h, s, e], the
+// product written `x * out + ...` the other way round. The head is an outer
+// parallel loop read by both operands; 8 columns are two whole vectors of
+// 4, one block.
+
+#p = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#v = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+#o = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+
+// CHECK-LABEL: func.func @per_head
+// CHECK-SAME: (%[[P:[^:]+]]: tensor<4x?x?xf64>, %[[V:[^:]+]]: tensor<4x?x8xf64>
+// CHECK: scf.for %[[H:.+]] = %c0{{(_[0-9]+)?}} to %c4{{(_[0-9]+)?}} step %c1{{(_[0-9]+)?}}
+// CHECK: scf.for %[[RB:.+]] = %c0{{(_[0-9]+)?}} to
+// CHECK: scf.for %[[COL:.+]] = %c0{{(_[0-9]+)?}} to %{{.+}} step %c8{{(_[0-9]+)?}}
+// CHECK: scf.for %[[S:.+]] = %c0{{(_[0-9]+)?}} to
+// CHECK: tensor.extract %[[P]][%[[H]], %{{.+}}, %[[S]]]
+// CHECK: vector.transfer_read %[[V]][%[[H]], %[[S]], %[[COL]]]{{.+}} : tensor<4x?x8xf64>, vector<4xf64>
+// CHECK-COUNT-12: vector.fma {{.+}} : vector<4xf64>
+func.func @per_head(%p: tensor<4x?x?xf64>, %v: tensor<4x?x8xf64>,
+                    %init: tensor<4x?x8xf64>) -> tensor<4x?x8xf64> {
+  %r = linalg.generic {indexing_maps = [#p, #v, #o],
+                       iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
+      ins(%p, %v : tensor<4x?x?xf64>, tensor<4x?x8xf64>)
+      outs(%init : tensor<4x?x8xf64>) {
+  ^bb0(%a: f64, %b: f64, %out: f64):
+    %m = arith.mulf %b, %a : f64
+    %s = arith.addf %m, %out : f64
+    linalg.yield %s : f64
+  } -> tensor<4x?x8xf64>
+  return %r : tensor<4x?x8xf64>
+}
+
+// -----
+
+// y = x W^T (y[t, n] += x[t, k] W[n, k], the loops t, n, k as written:
+// recur-interchange-reductions finds no input streaming n and leaves them):
+// W is read through a transposed copy [k, n], then the same blocks.
+
+#xa = affine_map<(d0, d1, d2) -> (d0, d2)>
+#wt = affine_map<(d0, d1, d2) -> (d1, d2)>
+#yc = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// CHECK-LABEL: func.func @transposed
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x32xf32>, %[[W:[^:]+]]: tensor<16x32xf32>
+// CHECK: %[[E:.+]] = tensor.empty() : tensor<32x16xf32>
+// CHECK: %[[WT:.+]] = linalg.transpose ins(%[[W]] : tensor<16x32xf32>) outs(%[[E]] : tensor<32x16xf32>) permutation = [1, 0]
+// CHECK: scf.for %[[RB:.+]] = %c0{{(_[0-9]+)?}} to
+// CHECK: scf.for %[[COL:.+]] = %c0{{(_[0-9]+)?}} to %{{.+}} step %c16{{(_[0-9]+)?}}
+// CHECK: scf.for %[[K:.+]] = %c0{{(_[0-9]+)?}} to %c32{{(_[0-9]+)?}}
+// CHECK: tensor.extract %[[X]][%{{.+}}, %[[K]]]
+// CHECK: vector.transfer_read %[[WT]][%[[K]], %[[COL]]]
+// CHECK-COUNT-12: vector.fma
+func.func @transposed(%x: tensor<?x32xf32>, %w: tensor<16x32xf32>,
+                      %init: tensor<?x16xf32>) -> tensor<?x16xf32> {
+  %r = linalg.generic {indexing_maps = [#xa, #wt, #yc],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<?x32xf32>, tensor<16x32xf32>)
+      outs(%init : tensor<?x16xf32>) {
+  ^bb0(%in: f32, %in_w: f32, %out: f32):
+    %m = arith.mulf %in, %in_w : f32
+    %s = arith.addf %out, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x16xf32>
+  return %r : tensor<?x16xf32>
+}
+
+// -----
+
+// Left alone: a body that is not a multiply-add (a max of products; a sum
+// of exps), both inputs reading the output's last dimension (an
+// elementwise product summed over k), and two reductions.
+
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#both = affine_map<(d0, d1, d2) -> (d2, d1)>
+#a2 = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+#b2 = affine_map<(d0, d1, d2, d3) -> (d2, d3, d1)>
+#c2 = affine_map<(d0, d1, d2, d3) -> (d0, d1)>
+
+// CHECK-LABEL: func.func @left_alone
+// CHECK-NOT: vector.fma
+// CHECK-COUNT-4: linalg.generic
+// CHECK-NOT: vector.fma
+func.func @left_alone(%x: tensor<8x16xf32>, %wt: tensor<16x8xf32>,
+                      %x3: tensor<8x4x4xf32>, %w3: tensor<4x4x8xf32>,
+                      %init: tensor<8x8xf32>)
+    -> (tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) {
+  %0 = linalg.generic {indexing_maps = [#a, #b, #c],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %wt : tensor<8x16xf32>, tensor<16x8xf32>)
+      outs(%init : tensor<8x8xf32>) {
+  ^bb0(%in: f32, %in_w: f32, %out: f32):
+    %m = arith.mulf %in, %in_w : f32
+    %s = arith.maximumf %out, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<8x8xf32>
+  %1 = linalg.generic {indexing_maps = [#a, #b, #c],
+                       iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %wt : tensor<8x16xf32>, tensor<16x8xf32>)
+      outs(%init : tensor<8x8xf32>) {
+  ^bb0(%in: f32, %in_w: f32, %out: f32):
+    %m = arith.mulf %in, %in_w : f32
+    %e = math.exp %m : f32
+    %s = arith.addf %out, %e : f32
+    linalg.yield %s : f32
+  } -> tensor<8x8xf32>
+  %2 = linalg.generic {indexing_maps = [#both, #both, #c],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%wt, %wt : tensor<16x8xf32>, tensor<16x8xf32>)
+      outs(%init : tensor<8x8xf32>) {
+  ^bb0(%in: f32, %in_w: f32, %out: f32):
+    %m = arith.mulf %in, %in_w : f32
+    %s = arith.addf %out, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<8x8xf32>
+  %3 = linalg.generic {indexing_maps = [#a2, #b2, #c2],
+                       iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%x3, %w3 : tensor<8x4x4xf32>, tensor<4x4x8xf32>)
+      outs(%init : tensor<8x8xf32>) {
+  ^bb0(%in: f32, %in_w: f32, %out: f32):
+    %m = arith.mulf %in, %in_w : f32
+    %s = arith.addf %out, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<8x8xf32>
+  return %0, %1, %2, %3 : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
+}
