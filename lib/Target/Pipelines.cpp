@@ -39,7 +39,8 @@ void ensurePassesRegistered() {
 /// gla a thread per output column with `glaColumnThreads`; window attention
 /// by tiles of queries in register blocks with `windowTiles`), elementwise
 /// glue fused on tensors,
-/// contractions with their contiguous output dimension innermost,
+/// contractions with their contiguous output dimension innermost (and with
+/// `blockContractions`, matrix products in register blocks of vectors),
 /// bufferization (with `destinations`, each output computed in a
 /// destination argument of the caller's: recur-destination-outputs), the
 /// tagged loops and linalg's parallel dimensions as scf.parallel, buffers

@@ -166,13 +166,17 @@ public:
   Value build(OpBuilder &b, Location loc) {
     Value m = sizes[c.i];
     Value blockRows = indexConst(b, loc, rows);
-    Value full = arith::DivUIOp::create(b, loc, m, blockRows);
-    Value first = arith::MulIOp::create(b, loc, full, blockRows);
-    Value left = arith::SubIOp::create(b, loc, m, first);
+    // Folded where the sizes are static, so that loops they leave empty
+    // are not built.
+    Value full = b.createOrFold<arith::DivUIOp>(loc, m, blockRows);
+    Value first = b.createOrFold<arith::MulIOp>(loc, full, blockRows);
+    Value left = b.createOrFold<arith::SubIOp>(loc, m, first);
     Value result = op.getDpsInits()[0];
     for (auto [count, height, base] :
          {std::tuple<Value, int64_t, Value>{full, rows, Value()},
           {left, 1, first}}) {
+      if (getConstantIntValue(count) == 0)
+        continue;
       SmallVector<Value> ubs;
       for (unsigned d : c.outer)
         ubs.push_back(sizes[d]);
@@ -230,15 +234,19 @@ private:
     Value zero = indexConst(b, loc, 0);
     Value blockWidth = indexConst(b, loc, cols * lanes);
     Value vec = indexConst(b, loc, lanes);
-    Value wholeBlocks = arith::MulIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, n, blockWidth), blockWidth);
-    Value wholeVectors = arith::MulIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, n, vec), vec);
+    Value wholeBlocks = b.createOrFold<arith::MulIOp>(
+        loc, b.createOrFold<arith::DivUIOp>(loc, n, blockWidth), blockWidth);
+    Value wholeVectors = b.createOrFold<arith::MulIOp>(
+        loc, b.createOrFold<arith::DivUIOp>(loc, n, vec), vec);
     for (auto [lb, ub, step, width, inBounds] :
          {std::tuple<Value, Value, Value, int64_t, bool>{
               zero, wholeBlocks, blockWidth, cols, true},
           {wholeBlocks, wholeVectors, vec, 1, true},
           {wholeVectors, n, vec, 1, false}}) {
+      // Leave out the loops a static size makes empty.
+      std::optional<int64_t> first = getConstantIntValue(lb);
+      if (first && first == getConstantIntValue(ub))
+        continue;
       int64_t blockCols = width;
       bool whole = inBounds;
       auto loop = scf::ForOp::create(
@@ -276,11 +284,6 @@ private:
   Value block(OpBuilder &b, Location loc, ValueRange outerIvs, Value row,
               int64_t count, Value col, int64_t blockCols, bool inBounds,
               Value acc) {
-    auto plus = [](OpBuilder &pb, Location pl, Value x, int64_t y) {
-      return y == 0 ? x
-                    : arith::AddIOp::create(pb, pl, x, indexConst(pb, pl, y))
-                          .getResult();
-    };
     Value pad =
         arith::ConstantOp::create(b, loc, c.elem, FloatAttr::get(c.elem, 0.0));
     auto read = [&](OpBuilder &rb, Location rl, Value tensor,
@@ -288,27 +291,33 @@ private:
       return vector::TransferReadOp::create(rb, rl, vecType, tensor, idx, pad,
                                             ArrayRef<bool>{inBounds});
     };
+    // The block's rows and first columns of its vectors, once, outside the
+    // loop over k.
+    SmallVector<Value> rowAt{row}, colAt{col};
+    for (int64_t r = 1; r < count; ++r)
+      rowAt.push_back(
+          arith::AddIOp::create(b, loc, row, indexConst(b, loc, r)));
+    for (int64_t v = 1; v < blockCols; ++v)
+      colAt.push_back(
+          arith::AddIOp::create(b, loc, col, indexConst(b, loc, v * lanes)));
     SmallVector<Value> init;
     Value k0 = indexConst(b, loc, 0);
     for (int64_t r = 0; r < count; ++r)
       for (int64_t v = 0; v < blockCols; ++v)
-        init.push_back(read(b, loc, acc,
-                            at(cMap, outerIvs, plus(b, loc, row, r),
-                               plus(b, loc, col, v * lanes), k0)));
+        init.push_back(
+            read(b, loc, acc, at(cMap, outerIvs, rowAt[r], colAt[v], k0)));
     SmallVector<Value> sums = buildLoop(
         b, loc, k0, sizes[c.k], init,
         [&](OpBuilder &kb, Location kl, ValueRange k, ValueRange partial) {
           SmallVector<Value> xs, ys, out;
           for (int64_t r = 0; r < count; ++r) {
-            Value x = extractAt(
-                kb, kl, c.a->get(),
-                at(aMap, outerIvs, plus(kb, kl, row, r), Value(), k[0]));
+            Value x = extractAt(kb, kl, c.a->get(),
+                                at(aMap, outerIvs, rowAt[r], Value(), k[0]));
             xs.push_back(vector::BroadcastOp::create(kb, kl, vecType, x));
           }
           for (int64_t v = 0; v < blockCols; ++v)
             ys.push_back(read(kb, kl, bValue,
-                              at(bMap, outerIvs, Value(),
-                                 plus(kb, kl, col, v * lanes), k[0])));
+                              at(bMap, outerIvs, Value(), colAt[v], k[0])));
           for (int64_t r = 0; r < count; ++r)
             for (int64_t v = 0; v < blockCols; ++v)
               out.push_back(vector::FMAOp::create(kb, kl, xs[r], ys[v],
@@ -319,8 +328,7 @@ private:
       for (int64_t v = 0; v < blockCols; ++v)
         acc = vector::TransferWriteOp::create(
                   b, loc, sums[r * blockCols + v], acc,
-                  at(cMap, outerIvs, plus(b, loc, row, r),
-                     plus(b, loc, col, v * lanes), k0),
+                  at(cMap, outerIvs, rowAt[r], colAt[v], k0),
                   ArrayRef<bool>{inBounds})
                   .getResult();
     return acc;
