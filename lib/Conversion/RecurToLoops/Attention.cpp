@@ -645,30 +645,6 @@ Value transposedAfterCache(OpBuilder &b, Location loc, Value cache, Value seq,
       })[0];
 }
 
-/// One register block of a product: `acc[i * cols + c] += x(k, i) * y(k,
-/// c)` for k in [0, n), the rows x cols vectors carried in registers
-/// (iteration arguments) through the loop over k.
-using VectorFn =
-    function_ref<Value(OpBuilder &, Location, Value k, int64_t index)>;
-SmallVector<Value> fmaBlock(OpBuilder &b, Location loc, Value n,
-                            ValueRange init, int64_t rows, int64_t cols,
-                            VectorFn x, VectorFn y) {
-  return buildLoop(
-      b, loc, indexConst(b, loc, 0), n, init,
-      [&](OpBuilder &kb, Location kl, ValueRange k, ValueRange acc) {
-        SmallVector<Value> xs, ys, out;
-        for (int64_t i = 0; i < rows; ++i)
-          xs.push_back(x(kb, kl, k[0], i));
-        for (int64_t c = 0; c < cols; ++c)
-          ys.push_back(y(kb, kl, k[0], c));
-        for (int64_t i = 0; i < rows; ++i)
-          for (int64_t c = 0; c < cols; ++c)
-            out.push_back(
-                vector::FMAOp::create(kb, kl, xs[i], ys[c], acc[i * cols + c]));
-        return out;
-      });
-}
-
 /// The body of forBlocks: the first row and column of a block, its static
 /// extent, and the carried values.
 using GridBody = function_ref<SmallVector<Value>(

@@ -41,9 +41,6 @@ struct Contraction {
   SmallVector<unsigned> outer;
   OpOperand *a, *b;
   FloatType elem;
-  /// B's last dimension is not j (C = A B^T): B is read through a copy
-  /// with j's dimension moved last.
-  bool transposeB = false;
 };
 
 /// The loop dimension `expr` is, if it is one.
@@ -119,7 +116,6 @@ std::optional<Contraction> matchContraction(linalg::GenericOp op) {
   AffineMap bMap = op.getMatchingIndexingMap(c.b);
   if (!reads(aMap, c.k) || !reads(bMap, c.k))
     return std::nullopt;
-  c.transposeB = dimOf(bMap.getResults().back()) != c.j;
   // The row dimension: the innermost of C's dimensions that A reads and B
   // does not (each row then reuses the same vectors of B).
   std::optional<unsigned> row;
@@ -152,7 +148,8 @@ public:
     bMap = op.getMatchingIndexingMap(c.b);
     cMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
     bValue = c.b->get();
-    if (c.transposeB)
+    // C = A B^T: B is read through a copy with j's dimension moved last.
+    if (dimOf(bMap.getResults().back()) != c.j)
       transposeB(b, loc);
   }
 
@@ -306,23 +303,15 @@ private:
       for (int64_t v = 0; v < blockCols; ++v)
         init.push_back(
             read(b, loc, acc, at(cMap, outerIvs, rowAt[r], colAt[v], k0)));
-    SmallVector<Value> sums = buildLoop(
-        b, loc, k0, sizes[c.k], init,
-        [&](OpBuilder &kb, Location kl, ValueRange k, ValueRange partial) {
-          SmallVector<Value> xs, ys, out;
-          for (int64_t r = 0; r < count; ++r) {
-            Value x = extractAt(kb, kl, c.a->get(),
-                                at(aMap, outerIvs, rowAt[r], Value(), k[0]));
-            xs.push_back(vector::BroadcastOp::create(kb, kl, vecType, x));
-          }
-          for (int64_t v = 0; v < blockCols; ++v)
-            ys.push_back(read(kb, kl, bValue,
-                              at(bMap, outerIvs, Value(), colAt[v], k[0])));
-          for (int64_t r = 0; r < count; ++r)
-            for (int64_t v = 0; v < blockCols; ++v)
-              out.push_back(vector::FMAOp::create(kb, kl, xs[r], ys[v],
-                                                  partial[r * blockCols + v]));
-          return out;
+    SmallVector<Value> sums = fmaBlock(
+        b, loc, sizes[c.k], init, count, blockCols,
+        [&](OpBuilder &kb, Location kl, Value k, int64_t r) -> Value {
+          Value x = extractAt(kb, kl, c.a->get(),
+                              at(aMap, outerIvs, rowAt[r], Value(), k));
+          return vector::BroadcastOp::create(kb, kl, vecType, x);
+        },
+        [&](OpBuilder &kb, Location kl, Value k, int64_t v) {
+          return read(kb, kl, bValue, at(bMap, outerIvs, Value(), colAt[v], k));
         });
     for (int64_t r = 0; r < count; ++r)
       for (int64_t v = 0; v < blockCols; ++v)

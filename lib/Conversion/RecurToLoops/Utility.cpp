@@ -15,6 +15,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 
 #include <cmath>
@@ -62,6 +63,25 @@ Value loops::privateScratch(OpBuilder &b, Location loc, RankedTensorType type,
                             ArrayRef<Value> sizes) {
   return bufferization::AllocTensorOp::create(b, loc, type,
                                               dynamicSizes(type, sizes));
+}
+
+SmallVector<Value> loops::fmaBlock(OpBuilder &b, Location loc, Value n,
+                                   ValueRange init, int64_t rows, int64_t cols,
+                                   VectorFn x, VectorFn y) {
+  return buildLoop(
+      b, loc, indexConst(b, loc, 0), n, init,
+      [&](OpBuilder &kb, Location kl, ValueRange k, ValueRange acc) {
+        SmallVector<Value> xs, ys, out;
+        for (int64_t i = 0; i < rows; ++i)
+          xs.push_back(x(kb, kl, k[0], i));
+        for (int64_t c = 0; c < cols; ++c)
+          ys.push_back(y(kb, kl, k[0], c));
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t c = 0; c < cols; ++c)
+            out.push_back(
+                vector::FMAOp::create(kb, kl, xs[i], ys[c], acc[i * cols + c]));
+        return out;
+      });
 }
 
 bool loops::dependsOnIv(Value value, scf::ForOp loop) {

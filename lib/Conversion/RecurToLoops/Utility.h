@@ -118,6 +118,14 @@ SmallVector<Value> buildBlockedLoop(OpBuilder &b, Location loc, Value n,
                                     int64_t block, ValueRange iterArgs,
                                     BlockBody body);
 
+/// One register block of a product: `acc[i * cols + c] += x(k, i) * y(k,
+/// c)` for k in [0, n), the rows x cols vectors carried in registers
+/// (iteration arguments) through the loop over k, added with vector.fma.
+using VectorFn =
+    function_ref<Value(OpBuilder &, Location, Value k, int64_t index)>;
+SmallVector<Value> fmaBlock(OpBuilder &b, Location loc, Value n,
+                            ValueRange init, int64_t rows, int64_t cols,
+                            VectorFn x, VectorFn y);
 /// Whether `value` is computed from the induction variable of `loop` by
 /// operations inside it (values reaching it only through block arguments
 /// inside, such as iteration arguments, do not count).
