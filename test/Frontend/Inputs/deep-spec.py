@@ -20,12 +20,11 @@ elif kind == "product":
 elif kind == "arguments":
     stmt = "y = maximum(x" + " - x" * n + ", x)"
 elif kind == "bodies":
-    inner = "x"
-    for i in reversed(range(n)):
-        arg = "x" if i == 0 else "h%d" % (i - 1)
-        inner = "depth(max=1, init=%s) do (l%d, h%d) { return %s }" % (
-            arg, i, i, inner if i + 1 < n else "h%d" % i)
-    stmt = "y = " + inner
+    # Built outside in, in one join: wrapping the string level by level
+    # copies it n times (minutes of CPU time for n = 100000).
+    opens = ["depth(max=1, init=%s) do (l%d, h%d) { return " %
+             ("x" if i == 0 else "h%d" % (i - 1), i, i) for i in range(n)]
+    stmt = "y = " + "".join(opens) + "h%d" % (n - 1) + " }" * n
 elif kind == "inlined":
     # N functions, each nesting 190 calls around a call of the next.
     fns = []
