@@ -248,6 +248,11 @@ def RecurBlockContractions : Pass<"recur-block-contractions"> {
     (masked). The loops over the other parallel dimensions and over the row
     blocks are tagged `recur.parallel`. Each output element sums its terms
     in the same order as before, each step a fused multiply-add.
+
+    Where `C` is a `linalg.fill` (a product summed from zero), the blocks
+    start from the fill's value instead of reading `C`, and write a new
+    tensor of `C`'s sizes: the fill's pass over memory goes with its last
+    use.
   }];
   let options = [
     Option<"rows", "rows", "int64_t", /*default=*/"6",
@@ -255,7 +260,8 @@ def RecurBlockContractions : Pass<"recur-block-contractions"> {
     Option<"cols", "cols", "int64_t", /*default=*/"2",
            "Vectors of `j` per register block">,
   ];
-  let dependentDialects = ["::mlir::scf::SCFDialect",
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::vector::VectorDialect"];
 }
@@ -352,7 +358,11 @@ def RecurStripFrontEndAttributes : Pass<"recur-strip-front-end-attributes",
     attributes (`recur.name`, `recur.role`, ...) and the lowering's function
     attributes (`recur.allocates_nothing`, `recur.min_sizes`) have served,
     and LLVM has no use for them; after it, nothing of the recur dialect is
-    left in the module.
+    left in the module. A loop annotation given to an `scf.for`
+    (`llvm.loop_annotation`, such as the unrolling that
+    recur-block-contractions turns off), which the scf and cf lowerings
+    leave on the loop's latch branch as a discardable attribute, becomes
+    that `llvm.br`'s `loop_annotation`, so that it reaches LLVM IR.
   }];
 }
 

@@ -7,7 +7,9 @@
 // rows x cols vectors of C kept in registers through the loop over k
 // (vector.fma), the CPU's micro-kernel form. Lowered to plain loops, each
 // multiply-add loads and stores its output vector: about a third of the
-// machine's multiply-add rate (docs/performance.md).
+// machine's multiply-add rate (docs/performance.md). A product into a
+// fill starts its blocks from the fill's value (no pass to fill C, no
+// read of it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +19,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -151,6 +154,18 @@ public:
     // C = A B^T: B is read through a copy with j's dimension moved last.
     if (dimOf(bMap.getResults().back()) != c.j)
       transposeB(b, loc);
+    // C filled with one value (a product from zero, as every einsum's):
+    // the blocks start from that value instead of reading it, and write
+    // a fresh tensor of C's sizes, so the fill is left without this use.
+    dest = op.getDpsInits()[0];
+    if (auto fill = dest.getDefiningOp<linalg::FillOp>();
+        fill && fill.hasPureTensorSemantics() &&
+        fill.value().getType() == c.elem) {
+      initValue = fill.value();
+      dest = fill.getOutputs()[0];
+      if (auto empty = dest.getDefiningOp<tensor::EmptyOp>())
+        dest = b.clone(*empty)->getResult(0);
+    }
   }
 
   /// The result: C after every block. The rows go by blocks (in
@@ -168,7 +183,7 @@ public:
     Value full = b.createOrFold<arith::DivUIOp>(loc, m, blockRows);
     Value first = b.createOrFold<arith::MulIOp>(loc, full, blockRows);
     Value left = b.createOrFold<arith::SubIOp>(loc, m, first);
-    Value result = op.getDpsInits()[0];
+    Value result = dest;
     for (auto [count, height, base] :
          {std::tuple<Value, int64_t, Value>{full, rows, Value()},
           {left, 1, first}}) {
@@ -253,6 +268,19 @@ private:
                                  block(fb, l, outerIvs, row, count, col,
                                        blockCols, whole, args[0]));
           });
+      // Not unrolled by LLVM: a static width of a few blocks is otherwise
+      // unrolled whole (each copy with its loop over k), for nothing
+      // measurable at run time and a larger kernel to compile.
+      loop->setDiscardableAttr(
+          "llvm.loop_annotation",
+          LLVM::LoopAnnotationAttr::get(
+              b.getContext(), /*disableNonforced=*/nullptr,
+              /*vectorize=*/nullptr, /*interleave=*/nullptr,
+              LLVM::LoopUnrollAttr::get(b.getContext(), b.getBoolAttr(true),
+                                        nullptr, nullptr, nullptr, nullptr,
+                                        nullptr, nullptr),
+              nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+              nullptr, nullptr, nullptr, {}));
       acc = loop.getResult(0);
     }
     return acc;
@@ -299,10 +327,15 @@ private:
           arith::AddIOp::create(b, loc, col, indexConst(b, loc, v * lanes)));
     SmallVector<Value> init;
     Value k0 = indexConst(b, loc, 0);
+    Value filled = initValue
+                       ? vector::BroadcastOp::create(b, loc, vecType, initValue)
+                       : Value();
     for (int64_t r = 0; r < count; ++r)
       for (int64_t v = 0; v < blockCols; ++v)
-        init.push_back(
-            read(b, loc, acc, at(cMap, outerIvs, rowAt[r], colAt[v], k0)));
+        init.push_back(filled
+                           ? filled
+                           : read(b, loc, acc,
+                                  at(cMap, outerIvs, rowAt[r], colAt[v], k0)));
     SmallVector<Value> sums = fmaBlock(
         b, loc, sizes[c.k], init, count, blockCols,
         [&](OpBuilder &kb, Location kl, Value k, int64_t r) -> Value {
@@ -331,6 +364,9 @@ private:
   AffineMap aMap, bMap, cMap;
   /// What the blocks read B from: B, or its transposed copy.
   Value bValue;
+  /// The tensor the blocks write: C, or where C is a fill, a tensor of its
+  /// sizes that nothing reads; then `initValue` is the fill's value.
+  Value dest, initValue;
 };
 
 struct RecurBlockContractionsPass
@@ -349,11 +385,26 @@ struct RecurBlockContractionsPass
         found.emplace_back(op, *c);
     });
     IRRewriter rewriter(&getContext());
+    SetVector<linalg::FillOp> fills;
     for (auto &[op, c] : found) {
+      if (auto fill = op.getDpsInits()[0].getDefiningOp<linalg::FillOp>())
+        fills.insert(fill);
       rewriter.setInsertionPoint(op);
       BlockedContraction blocked(rewriter, op.getLoc(), op, c, rows, cols);
       Value result = blocked.build(rewriter, op.getLoc());
       rewriter.replaceOp(op, result);
+    }
+    // A fill the products no longer read: its sizes come from its init, and
+    // with nothing else using it, it goes.
+    for (linalg::FillOp fill : fills) {
+      if (!fill.hasPureTensorSemantics())
+        continue;
+      Value filled = fill.getResult(0), init = fill.getOutputs()[0];
+      for (OpOperand &use : llvm::make_early_inc_range(filled.getUses()))
+        if (isa<tensor::DimOp>(use.getOwner()))
+          rewriter.modifyOpInPlace(use.getOwner(), [&] { use.set(init); });
+      if (filled.use_empty())
+        rewriter.eraseOp(fill);
     }
   }
 };

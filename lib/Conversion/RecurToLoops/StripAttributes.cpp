@@ -41,6 +41,18 @@ struct RecurStripFrontEndAttributesPass
 } // namespace
 
 void mlir::recur::stripFrontEndAttributes(ModuleOp module) {
+  // A loop annotation set on an scf.for (`llvm.loop_annotation`) reaches
+  // its latch branch through the scf and cf lowerings as a discardable
+  // attribute, which the translation to LLVM IR ignores: it becomes the
+  // branch's `loop_annotation` here.
+  StringRef annotation = "llvm.loop_annotation";
+  module.walk([&](LLVM::BrOp br) {
+    if (auto attr = dyn_cast_or_null<LLVM::LoopAnnotationAttr>(
+            br->getDiscardableAttr(annotation))) {
+      br.setLoopAnnotationAttr(attr);
+      br->removeDiscardableAttr(annotation);
+    }
+  });
   module.walk([](LLVM::LLVMFuncOp func) {
     auto fn = cast<FunctionOpInterface>(func.getOperation());
     for (unsigned i = 0; i < fn.getNumArguments(); ++i)

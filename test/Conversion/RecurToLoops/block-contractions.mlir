@@ -16,6 +16,10 @@
 #w = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
 #y = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
 
+// Each loop over columns keeps LLVM from unrolling it (recur-strip-front-
+// end-attributes hands the annotation to the loop's latch branch).
+// CHECK: #[[$UNROLL:.+]] = #llvm.loop_unroll<disable = true>
+// CHECK: #[[$NOUNROLL:.+]] = #llvm.loop_annotation<unroll = #[[$UNROLL]]>
 // CHECK-LABEL: func.func @projection
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<?x?x64xf32>, %[[W:[^:]+]]: tensor<64x20xf32>, %[[INIT:[^:]+]]: tensor<?x?x20xf32>)
 // CHECK-NOT: linalg.generic
@@ -37,6 +41,7 @@
 // CHECK-COUNT-12: vector.fma
 // CHECK-NEXT: scf.yield
 // CHECK-COUNT-12: vector.transfer_write {{.+}} {in_bounds = [true]} : vector<8xf32>, tensor<?x?x20xf32>
+// CHECK: } {llvm.loop_annotation = #[[$NOUNROLL]]}
 // No loop of single vectors (20 - 16 < 8: its bounds fold to 16 and 16,
 // and an empty loop is not built), then the masked rest.
 // CHECK-NOT: scf.for
@@ -44,6 +49,7 @@
 // CHECK: vector.transfer_read %{{.+}}[%[[B]], %[[ROW]], %[[REST]]], %{{.+}} : tensor<?x?x20xf32>, vector<8xf32>
 // CHECK: vector.transfer_read %[[W]][%{{.+}}, %[[REST]]], %{{.+}} : tensor<64x20xf32>, vector<8xf32>
 // CHECK: vector.transfer_write %{{.+}}, %{{.+}}[%[[B]], %[[ROW]], %[[REST]]] : vector<8xf32>, tensor<?x?x20xf32>
+// CHECK: } {llvm.loop_annotation = #[[$NOUNROLL]]}
 // CHECK: } {recur.parallel}
 // CHECK: } {recur.parallel}
 // The rows left over, one at a time after the whole blocks.
@@ -140,6 +146,66 @@ func.func @transposed(%x: tensor<?x32xf32>, %w: tensor<16x32xf32>,
     linalg.yield %s : f32
   } -> tensor<?x16xf32>
   return %r : tensor<?x16xf32>
+}
+
+// -----
+
+// Products summed from zero, as an einsum emits them: C is a linalg.fill,
+// here one fill shared by two products (as CSE leaves them). Each product's
+// blocks start from the fill's value, broadcast, instead of reading C, and
+// write a tensor.empty of their own of C's sizes; the fill, left with no
+// use (its sizes read from its init), is erased. The masked last columns
+// start from the value as well.
+
+#xf = affine_map<(d0, d1, d2) -> (d0, d2)>
+#wf = affine_map<(d0, d1, d2) -> (d2, d1)>
+#yf = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// CHECK-LABEL: func.func @filled
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x8xf32>, %[[W:[^:]+]]: tensor<8x20xf32>, %[[V:[^:]+]]: f32)
+// CHECK-NOT: linalg.fill
+// CHECK: %[[E0:.+]] = tensor.empty(%{{.+}}) : tensor<?x20xf32>
+// CHECK-NOT: linalg.fill
+// CHECK: %[[E1:.+]] = tensor.empty(%{{.+}}) : tensor<?x20xf32>
+// CHECK: scf.for %{{.+}} iter_args(%[[Y1:.+]] = %[[E1]])
+// CHECK: scf.for %[[COL:.+]] = %c0{{(_[0-9]+)?}} to %{{.+}} step %c16{{(_[0-9]+)?}} iter_args(%[[Y2:.+]] = %[[Y1]])
+// CHECK-NOT: vector.transfer_read %[[Y2]]
+// CHECK: %[[SPLAT:.+]] = vector.broadcast %[[V]] : f32 to vector<8xf32>
+// CHECK: scf.for %{{.+}} iter_args(%{{.+}} = %[[SPLAT]], %{{.+}} = %[[SPLAT]], %{{.+}} = %[[SPLAT]], %{{.+}} = %[[SPLAT]], %{{.+}} = %[[SPLAT]], %{{.+}} = %[[SPLAT]], %{{.+}} = %[[SPLAT]], %{{.+}} = %[[SPLAT]], %{{.+}} = %[[SPLAT]], %{{.+}} = %[[SPLAT]], %{{.+}} = %[[SPLAT]], %{{.+}} = %[[SPLAT]])
+// CHECK-COUNT-12: vector.fma
+// CHECK: scf.for %[[REST:.+]] = %c16{{(_[0-9]+)?}} to %c20{{(_[0-9]+)?}} step %c8{{(_[0-9]+)?}} iter_args(%[[Y3:.+]] =
+// CHECK-NOT: vector.transfer_read %[[Y3]]
+// CHECK: vector.broadcast %[[V]] : f32 to vector<8xf32>
+// CHECK: vector.transfer_write %{{.+}}, %[[Y3]][%{{.+}}, %[[REST]]] : vector<8xf32>, tensor<?x20xf32>
+// The second product: a tensor.empty of its own.
+// CHECK: %[[E2:.+]] = tensor.empty(%{{.+}}) : tensor<?x20xf32>
+// CHECK: scf.for %{{.+}} iter_args(%{{.+}} = %[[E2]])
+// CHECK: return
+func.func @filled(%x: tensor<?x8xf32>, %w: tensor<8x20xf32>, %v: f32)
+    -> (tensor<?x20xf32>, tensor<?x20xf32>) {
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %x, %c0 : tensor<?x8xf32>
+  %e = tensor.empty(%t) : tensor<?x20xf32>
+  %f = linalg.fill ins(%v : f32) outs(%e : tensor<?x20xf32>) -> tensor<?x20xf32>
+  %r1 = linalg.generic {indexing_maps = [#xf, #wf, #yf],
+                        iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<?x8xf32>, tensor<8x20xf32>)
+      outs(%f : tensor<?x20xf32>) {
+  ^bb0(%in: f32, %in_w: f32, %out: f32):
+    %m = arith.mulf %in, %in_w : f32
+    %s = arith.addf %out, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x20xf32>
+  %r2 = linalg.generic {indexing_maps = [#xf, #wf, #yf],
+                        iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<?x8xf32>, tensor<8x20xf32>)
+      outs(%f : tensor<?x20xf32>) {
+  ^bb0(%in: f32, %in_w: f32, %out: f32):
+    %m = arith.mulf %in, %in_w : f32
+    %s = arith.addf %out, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x20xf32>
+  return %r1, %r2 : tensor<?x20xf32>, tensor<?x20xf32>
 }
 
 // -----
