@@ -37,7 +37,8 @@ void ensurePassesRegistered() {
 /// of `scanGroup` a thread, or in chunks of `scanChunk` steps, an output of
 /// `streamStoreBytes` or more in vectors for recur-stream-stores; a recurrent
 /// gla a thread per output column with `glaColumnThreads`; window attention
-/// by tiles of queries in register blocks with `windowTiles`), elementwise
+/// by tiles of queries in register blocks with `windowTiles`; attention of
+/// static sizes as linalg products with `attentionProducts`), elementwise
 /// glue fused on tensors,
 /// contractions with their contiguous output dimension innermost (and with
 /// `blockContractions`, matrix products in register blocks of vectors),
@@ -47,14 +48,15 @@ void ensurePassesRegistered() {
 /// deallocated.
 std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
                             int64_t streamStoreBytes, bool glaColumnThreads,
-                            bool windowTiles, bool blockContractions,
-                            bool destinations) {
+                            bool windowTiles, bool attentionProducts,
+                            bool blockContractions, bool destinations) {
   return "convert-recur-to-loops{mark-parallel scan-group=" +
          std::to_string(scanGroup) +
          " scan-chunk=" + std::to_string(scanChunk) +
          " stream-store-bytes=" + std::to_string(streamStoreBytes) +
          " gla-column-threads=" + (glaColumnThreads ? "true" : "false") +
          " window-tiles=" + (windowTiles ? "true" : "false") +
+         " attention-products=" + (attentionProducts ? "true" : "false") +
          "},"
          "canonicalize,"
          "recur-fuse-elementwise,"
@@ -134,6 +136,7 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
       bufferizedLoops(kScanGroupByThreads, /*scanChunk=*/0,
                       options.streamStoreBytes,
                       /*glaColumnThreads=*/false, /*windowTiles=*/true,
+                      /*attentionProducts=*/true,
                       /*blockContractions=*/true, /*destinations=*/true) +
       "recur-stream-stores,"
       "func.func(recur-promote-accumulators),"
@@ -172,6 +175,7 @@ void mlir::recur::buildCudaLoweringPipeline(
                                      /*streamStoreBytes=*/0,
                                      /*glaColumnThreads=*/true,
                                      /*windowTiles=*/false,
+                                     /*attentionProducts=*/false,
                                      /*blockContractions=*/false,
                                      /*destinations=*/false) +
                      "func.func(recur-gpu-offload),"

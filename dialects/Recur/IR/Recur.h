@@ -50,6 +50,18 @@ Value buildT5Bucket(OpBuilder &b, Location loc, Value delta, int64_t numBuckets,
 SmallVector<int64_t> t5BucketThresholds(int64_t numBuckets,
                                         int64_t maxDistance);
 
+/// `op` as the linalg ops its adjoint differentiates, over queries `q`,
+/// keys `k`, values `v` and key padding `padding` (null when `op` has none)
+/// that are `op`'s own or one leading index of them (`leading` dims before
+/// the query/key one): the scores `scale q k^T` (a contraction), the keys
+/// the mask hides at -inf, the safe softmax of each row and the product
+/// with `v` (a contraction). Fails, creating nothing, where the scale is
+/// not known (no `scale` and a dynamic head width). The scores are
+/// materialized: `[..., Tq, Tk]`.
+FailureOr<Value> decomposeAttention(OpBuilder &b, Location loc, AttentionOp op,
+                                    Value q, Value k, Value v, Value padding,
+                                    int64_t leading);
+
 } // namespace mlir::recur
 
 #endif // RECUR_DIALECT_RECUR_IR_RECUR_H

@@ -669,6 +669,52 @@ Value cmpIndex(OpBuilder &b, Location loc, arith::CmpIPredicate p, Value x,
   return arith::CmpIOp::create(b, loc, p, x, y);
 }
 
+/// The scores of attention op `op` for the queries `q` over the keys `k`
+/// (`[..., Tq or a tile, d]`, `[..., Tk or a band, d]`, s.n leading dims),
+/// the keys `op`'s mask or `padding` (its key padding cut like `k`, or null)
+/// hides at -inf. `tq` and `tk` are the op's query and key counts (the
+/// causal mask compares whole positions).
+Value attentionOpScores(OpBuilder &b, Location loc, AttentionOp op,
+                        const AttentionShape &s, double scale, Value q, Value k,
+                        Value tq, Value tk, Value padding) {
+  Value scores = attentionScores(b, loc, s, q, k, scale);
+  MaskKind mask = op.getMask();
+  int64_t slots =
+      op.getMemorySlots() ? static_cast<int64_t>(*op.getMemorySlots()) : 0;
+  SmallVector<Value> extra;
+  SmallVector<AffineMap> extraMaps;
+  if (padding) {
+    extra.push_back(padding);
+    extraMaps.push_back(s.map(s.n + 2, {s.n + 1}));
+  }
+  return maskScores(
+      b, loc, s, scores, extra, extraMaps,
+      [&](OpBuilder &nb, Location nl, Value i, Value j, ValueRange a) {
+        Value shown = arith::ConstantIntOp::create(nb, nl, 1, 1);
+        if (mask == MaskKind::Causal) {
+          Value lastKey = arith::AddIOp::create(
+              nb, nl, i, arith::SubIOp::create(nb, nl, tk, tq));
+          shown = cmpIndex(nb, nl, arith::CmpIPredicate::sle, j, lastKey);
+        } else if (mask == MaskKind::Memory) {
+          // A slot row sees its own slot and every token; a token row
+          // sees everything.
+          Value m = arith::ConstantIndexOp::create(nb, nl, slots);
+          shown = arith::OrIOp::create(
+              nb, nl, cmpIndex(nb, nl, arith::CmpIPredicate::sge, i, m),
+              arith::OrIOp::create(
+                  nb, nl, cmpIndex(nb, nl, arith::CmpIPredicate::eq, j, i),
+                  cmpIndex(nb, nl, arith::CmpIPredicate::sge, j, m)));
+        }
+        if (padding)
+          shown = arith::AndIOp::create(
+              nb, nl, shown,
+              arith::XOrIOp::create(
+                  nb, nl, a[0], arith::ConstantIntOp::create(nb, nl, 1, 1)));
+        return shown;
+      },
+      nullptr);
+}
+
 /// Builds the decomposition of an attention op for the queries `q` (all of
 /// them, or a tile) and returns its output; `resultLike` has its shape.
 /// `operands` are the op's operands, those of a KeyBand's segments cut to
@@ -905,50 +951,38 @@ LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, AdjointBuilder &adjoint) {
           ValueRange operands) -> FailureOr<Value> {
         Value tq = tensor::DimOp::create(b, loc, getQ(), s.n);
         Value tk = tensor::DimOp::create(b, loc, getK(), s.n);
-        Value scores = attentionScores(b, loc, s, q, operands[kNumber], scale);
-        MaskKind mask = getMask();
-        int64_t slots =
-            getMemorySlots() ? static_cast<int64_t>(*getMemorySlots()) : 0;
-        Value padding = getKeyPadding();
-        SmallVector<Value> extra;
-        SmallVector<AffineMap> extraMaps;
-        if (padding) {
-          extra.push_back(padding);
-          extraMaps.push_back(s.map(s.n + 2, {s.n + 1}));
-        }
-        Value masked = maskScores(
-            b, loc, s, scores, extra, extraMaps,
-            [&](OpBuilder &nb, Location nl, Value i, Value j, ValueRange a) {
-              Value shown = arith::ConstantIntOp::create(nb, nl, 1, 1);
-              if (mask == MaskKind::Causal) {
-                Value lastKey = arith::AddIOp::create(
-                    nb, nl, i, arith::SubIOp::create(nb, nl, tk, tq));
-                shown = cmpIndex(nb, nl, arith::CmpIPredicate::sle, j, lastKey);
-              } else if (mask == MaskKind::Memory) {
-                // A slot row sees its own slot and every token; a token row
-                // sees everything.
-                Value m = arith::ConstantIndexOp::create(nb, nl, slots);
-                shown = arith::OrIOp::create(
-                    nb, nl, cmpIndex(nb, nl, arith::CmpIPredicate::sge, i, m),
-                    arith::OrIOp::create(
-                        nb, nl,
-                        cmpIndex(nb, nl, arith::CmpIPredicate::eq, j, i),
-                        cmpIndex(nb, nl, arith::CmpIPredicate::sge, j, m)));
-              }
-              if (padding)
-                shown = arith::AndIOp::create(
-                    nb, nl, shown,
-                    arith::XOrIOp::create(
-                        nb, nl, a[0],
-                        arith::ConstantIntOp::create(nb, nl, 1, 1)));
-              return shown;
-            },
-            nullptr);
+        Value masked =
+            attentionOpScores(b, loc, *this, s, scale, q, operands[kNumber], tq,
+                              tk, getKeyPadding());
         Value out =
             softmaxReadout(b, loc, s, masked, operands[vNumber], resultLike);
         return out;
       },
       banded ? &causal : nullptr);
+}
+
+FailureOr<Value> mlir::recur::decomposeAttention(OpBuilder &b, Location loc,
+                                                 AttentionOp op, Value q,
+                                                 Value k, Value v,
+                                                 Value padding,
+                                                 int64_t leading) {
+  auto qType = cast<RankedTensorType>(q.getType());
+  if (!op.getScale() && qType.isDynamicDim(qType.getRank() - 1))
+    return failure();
+  double scale =
+      op.getScale()
+          ? op.getScale()->convertToDouble()
+          : 1.0 / std::sqrt(static_cast<double>(qType.getShape().back()));
+  Type elem = qType.getElementType();
+  AttentionShape s{b.getContext(), elem, leading};
+  int64_t n = op.getQ().getType().getRank() - 2;
+  Value tq = tensor::DimOp::create(b, loc, op.getQ(), n);
+  Value tk = tensor::DimOp::create(b, loc, op.getK(), n);
+  Value masked = attentionOpScores(b, loc, op, s, scale, q, k, tq, tk, padding);
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, q);
+  sizes.back() = tensor::getMixedSize(b, loc, v, leading + 1);
+  Value resultLike = tensor::EmptyOp::create(b, loc, sizes, elem);
+  return softmaxReadout(b, loc, s, masked, v, resultLike);
 }
 
 //===----------------------------------------------------------------------===//

@@ -42,6 +42,11 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
       compared in f64.
     - `window_attention` with `window-tiles`: as `window_attention_grad`
       below, tiles of 16 queries, Q K^T and P V in register blocks.
+    - `attention` with `attention-products` (no mask or key padding, static
+      query and key counts, at most 2^20 scores per leading index): per
+      leading index, the scores `scale q k^T` and the readout `p v` as
+      linalg contractions with a safe softmax per row between them (the ops
+      its adjoint differentiates), the scores materialized.
     - `window_attention` (otherwise), `attention`, `rel_attention`: one
       query row at a time over the range of keys it may see (a band, the causal prefix, the
       memory plus the segment), with a per-key visibility test for the memory
@@ -133,7 +138,18 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "bands, Q K^T and P V in register blocks of vector.fma over "
            "consecutive keys (the CPU's form; sums reassociated, so results "
            "agree with the row-at-a-time loops to rounding); otherwise a "
-           "query row at a time, rows independent (the GPU's form)">
+           "query row at a time, rows independent (the GPU's form)">,
+    Option<"attentionProducts", "attention-products", "bool",
+           /*default=*/"false",
+           "Lower an attention with no mask and no key padding whose query "
+           "and key counts are static, with at most 2^20 scores per leading "
+           "index, as linalg ops per leading index (a nest of independent "
+           "iterations): the scores scale q k^T and p v as contractions (for "
+           "recur-block-contractions) and a safe softmax per row between "
+           "them, as its adjoint decomposes it (the CPU's form; results "
+           "agree with the row-at-a-time loops to rounding). A masked or "
+           "padded attention keeps the row form, which never reads a hidden "
+           "key">
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",

@@ -30,6 +30,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -1315,8 +1316,67 @@ struct WindowAttentionGradToLoops : OpRewritePattern<WindowAttentionGradOp> {
 // recur.attention
 //===----------------------------------------------------------------------===//
 
+/// `x` `[lead..., rest...]` at the leading indices `lead`: `[rest...]`.
+Value atLead(OpBuilder &b, Location loc, Value x, ValueRange lead) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<OpFoldResult> offsets(lead.begin(), lead.end()), sizes;
+  sizes.assign(lead.size(), b.getIndexAttr(1));
+  for (int64_t d = lead.size(); d < type.getRank(); ++d) {
+    offsets.push_back(b.getIndexAttr(0));
+    sizes.push_back(tensor::getMixedSize(b, loc, x, d));
+  }
+  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+  auto sliceType = RankedTensorType::get(
+      type.getShape().drop_front(lead.size()), type.getElementType());
+  return tensor::ExtractSliceOp::create(b, loc, sliceType, x, offsets, sizes,
+                                        strides);
+}
+
+/// `dst` with `src` `[rest...]` written at the leading indices `lead`.
+Value intoLead(OpBuilder &b, Location loc, Value src, Value dst,
+               ValueRange lead) {
+  auto type = cast<RankedTensorType>(dst.getType());
+  SmallVector<OpFoldResult> offsets(lead.begin(), lead.end()), sizes;
+  sizes.assign(lead.size(), b.getIndexAttr(1));
+  for (int64_t d = lead.size(); d < type.getRank(); ++d) {
+    offsets.push_back(b.getIndexAttr(0));
+    sizes.push_back(tensor::getMixedSize(b, loc, src, d - lead.size()));
+  }
+  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+  return tensor::InsertSliceOp::create(b, loc, src, dst, offsets, sizes,
+                                       strides);
+}
+
+/// With `products` (the CPU pipeline's attention-products), an attention
+/// that shows every key (no mask, no key padding) with static query and key
+/// counts and at most kMaxProductScores scores per leading index goes as
+/// the linalg ops its adjoint differentiates (decomposeAttention), per
+/// leading index: its two products then run in register blocks
+/// (recur-block-contractions). A mask or padding keeps the row form, which
+/// never reads a hidden key: the products form would multiply a hidden
+/// value by its zero weight, and a NaN or infinity there would reach the
+/// output (MemBART's padded tokens must influence nothing). Otherwise, and
+/// on the GPU, one query row at a time.
 struct AttentionToLoops : OpRewritePattern<AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+  AttentionToLoops(MLIRContext *context, bool products)
+      : OpRewritePattern(context), products(products) {}
+
+  /// Scores per leading index (4 MiB of f32) the products form keeps.
+  static constexpr int64_t kMaxProductScores = int64_t(1) << 20;
+
+  bool products;
+
+  /// Whether `op` goes as products.
+  bool asProducts(AttentionOp op) const {
+    if (!products || op.getMask() != MaskKind::None || op.getKeyPadding())
+      return false;
+    RankedTensorType qType = op.getQ().getType(), kType = op.getK().getType();
+    int64_t rank = qType.getRank();
+    int64_t tq = qType.getDimSize(rank - 2), tk = kType.getDimSize(rank - 2);
+    return !ShapedType::isDynamic(tq) && !ShapedType::isDynamic(tk) &&
+           tq * tk <= kMaxProductScores &&
+           (op.getScale() || !qType.isDynamicDim(rank - 1));
+  }
 
   LogicalResult matchAndRewrite(AttentionOp op,
                                 PatternRewriter &rewriter) const override {
@@ -1325,6 +1385,26 @@ struct AttentionToLoops : OpRewritePattern<AttentionOp> {
     Type elem = outType.getElementType();
     int64_t rank = outType.getRank();
     SmallVector<Value> qSizes = dimSizes(rewriter, loc, op.getQ());
+    if (asProducts(op)) {
+      SmallVector<Value> outSizes(ArrayRef<Value>(qSizes).drop_back());
+      outSizes.push_back(dimSize(rewriter, loc, op.getV(), rank - 1));
+      Value out = emptyLike(rewriter, loc, outType, outSizes);
+      Value padding = op.getKeyPadding();
+      SmallVector<Value> results = buildNest(
+          rewriter, loc, ArrayRef<Value>(qSizes).drop_back(2), out,
+          [&](OpBuilder &b, Location l, ValueRange lead, ValueRange args) {
+            FailureOr<Value> o = decomposeAttention(
+                b, l, op, atLead(b, l, op.getQ(), lead),
+                atLead(b, l, op.getK(), lead), atLead(b, l, op.getV(), lead),
+                padding ? atLead(b, l, padding, lead) : Value(),
+                /*leading=*/0);
+            // asProducts checked what decomposeAttention needs.
+            assert(succeeded(o) && "attention products with no scale");
+            return SmallVector<Value>{intoLead(b, l, *o, args[0], lead)};
+          });
+      rewriter.replaceOp(op, results);
+      return success();
+    }
     SmallVector<Value> vSizes = dimSizes(rewriter, loc, op.getV());
     Value tq = qSizes[rank - 2], d = qSizes[rank - 1];
     Value tk = vSizes[rank - 2], dv = vSizes[rank - 1];
@@ -1500,12 +1580,13 @@ struct RelAttentionToLoops : OpRewritePattern<RelAttentionOp> {
 } // namespace
 
 void mlir::recur::loops::populateAttentionPatterns(RewritePatternSet &patterns,
-                                                   bool windowTiles) {
+                                                   bool windowTiles,
+                                                   bool attentionProducts) {
   if (windowTiles)
     patterns.add<WindowAttentionTiledToLoops>(patterns.getContext());
   else
     patterns.add<WindowAttentionToLoops>(patterns.getContext());
-  patterns
-      .add<WindowAttentionGradToLoops, AttentionToLoops, RelAttentionToLoops>(
-          patterns.getContext());
+  patterns.add<AttentionToLoops>(patterns.getContext(), attentionProducts);
+  patterns.add<WindowAttentionGradToLoops, RelAttentionToLoops>(
+      patterns.getContext());
 }

@@ -36,8 +36,10 @@ void populateGatePatterns(RewritePatternSet &patterns);
 /// window_attention, window_attention_grad, attention and rel_attention
 /// (Attention.cpp); window_attention by tiles of queries in register blocks
 /// when `windowTiles` is set (the CPU's form), a query row at a time
-/// otherwise.
-void populateAttentionPatterns(RewritePatternSet &patterns, bool windowTiles);
+/// otherwise; attention of static sizes as linalg products when
+/// `attentionProducts` is set (the CPU's form).
+void populateAttentionPatterns(RewritePatternSet &patterns, bool windowTiles,
+                               bool attentionProducts);
 
 /// block_recurrence, memory_update and stop_gradient (Blocks.cpp).
 void populateBlockPatterns(RewritePatternSet &patterns);

@@ -52,7 +52,7 @@ struct ConvertRecurToLoopsPass
     RewritePatternSet patterns(&getContext());
     populateRecurToLoopsPatterns(patterns, scanGroup, scanChunk,
                                  streamStoreBytes, glaColumnThreads,
-                                 windowTiles);
+                                 windowTiles, attentionProducts);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
@@ -68,11 +68,12 @@ struct ConvertRecurToLoopsPass
 
 void mlir::recur::populateRecurToLoopsPatterns(
     RewritePatternSet &patterns, int64_t scanGroup, int64_t scanChunk,
-    int64_t streamStoreBytes, bool glaColumnThreads, bool windowTiles) {
+    int64_t streamStoreBytes, bool glaColumnThreads, bool windowTiles,
+    bool attentionProducts) {
   loops::populateScanPatterns(patterns, scanGroup, scanChunk, streamStoreBytes,
                               glaColumnThreads);
   loops::populateGatePatterns(patterns);
-  loops::populateAttentionPatterns(patterns, windowTiles);
+  loops::populateAttentionPatterns(patterns, windowTiles, attentionProducts);
   loops::populateBlockPatterns(patterns);
   loops::populateDepthPatterns(patterns);
   loops::populateExpertPatterns(patterns);
