@@ -1389,15 +1389,13 @@ struct AttentionToLoops : OpRewritePattern<AttentionOp> {
       SmallVector<Value> outSizes(ArrayRef<Value>(qSizes).drop_back());
       outSizes.push_back(dimSize(rewriter, loc, op.getV(), rank - 1));
       Value out = emptyLike(rewriter, loc, outType, outSizes);
-      Value padding = op.getKeyPadding();
       SmallVector<Value> results = buildNest(
           rewriter, loc, ArrayRef<Value>(qSizes).drop_back(2), out,
           [&](OpBuilder &b, Location l, ValueRange lead, ValueRange args) {
             FailureOr<Value> o = decomposeAttention(
                 b, l, op, atLead(b, l, op.getQ(), lead),
                 atLead(b, l, op.getK(), lead), atLead(b, l, op.getV(), lead),
-                padding ? atLead(b, l, padding, lead) : Value(),
-                /*leading=*/0);
+                /*padding=*/Value(), /*leading=*/0);
             // asProducts checked what decomposeAttention needs.
             assert(succeeded(o) && "attention products with no scale");
             return SmallVector<Value>{intoLead(b, l, *o, args[0], lead)};
