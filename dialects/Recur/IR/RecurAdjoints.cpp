@@ -967,12 +967,10 @@ FailureOr<Value> mlir::recur::decomposeAttention(OpBuilder &b, Location loc,
                                                  Value padding,
                                                  int64_t leading) {
   auto qType = cast<RankedTensorType>(q.getType());
+  // Checked first: attentionScale reports the dynamic width as an error.
   if (!op.getScale() && qType.isDynamicDim(qType.getRank() - 1))
     return failure();
-  double scale =
-      op.getScale()
-          ? op.getScale()->convertToDouble()
-          : 1.0 / std::sqrt(static_cast<double>(qType.getShape().back()));
+  double scale = *attentionScale(op, op.getScale(), qType);
   Type elem = qType.getElementType();
   AttentionShape s{b.getContext(), elem, leading};
   int64_t n = op.getQ().getType().getRank() - 2;

@@ -1316,35 +1316,37 @@ struct WindowAttentionGradToLoops : OpRewritePattern<WindowAttentionGradOp> {
 // recur.attention
 //===----------------------------------------------------------------------===//
 
+/// The slice of the leading indices `lead` (unit sizes) followed by whole
+/// dimensions of sizes `rest`.
+struct LeadSlice {
+  LeadSlice(OpBuilder &b, ValueRange lead, ArrayRef<OpFoldResult> rest)
+      : offsets(lead.begin(), lead.end()),
+        sizes(lead.size(), b.getIndexAttr(1)),
+        strides(lead.size() + rest.size(), b.getIndexAttr(1)) {
+    offsets.append(rest.size(), b.getIndexAttr(0));
+    llvm::append_range(sizes, rest);
+  }
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+};
+
 /// `x` `[lead..., rest...]` at the leading indices `lead`: `[rest...]`.
 Value atLead(OpBuilder &b, Location loc, Value x, ValueRange lead) {
   auto type = cast<RankedTensorType>(x.getType());
-  SmallVector<OpFoldResult> offsets(lead.begin(), lead.end()), sizes;
-  sizes.assign(lead.size(), b.getIndexAttr(1));
-  for (int64_t d = lead.size(); d < type.getRank(); ++d) {
-    offsets.push_back(b.getIndexAttr(0));
-    sizes.push_back(tensor::getMixedSize(b, loc, x, d));
-  }
-  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+  LeadSlice slice(
+      b, lead,
+      ArrayRef(tensor::getMixedSizes(b, loc, x)).drop_front(lead.size()));
   auto sliceType = RankedTensorType::get(
       type.getShape().drop_front(lead.size()), type.getElementType());
-  return tensor::ExtractSliceOp::create(b, loc, sliceType, x, offsets, sizes,
-                                        strides);
+  return tensor::ExtractSliceOp::create(b, loc, sliceType, x, slice.offsets,
+                                        slice.sizes, slice.strides);
 }
 
 /// `dst` with `src` `[rest...]` written at the leading indices `lead`.
 Value intoLead(OpBuilder &b, Location loc, Value src, Value dst,
                ValueRange lead) {
-  auto type = cast<RankedTensorType>(dst.getType());
-  SmallVector<OpFoldResult> offsets(lead.begin(), lead.end()), sizes;
-  sizes.assign(lead.size(), b.getIndexAttr(1));
-  for (int64_t d = lead.size(); d < type.getRank(); ++d) {
-    offsets.push_back(b.getIndexAttr(0));
-    sizes.push_back(tensor::getMixedSize(b, loc, src, d - lead.size()));
-  }
-  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-  return tensor::InsertSliceOp::create(b, loc, src, dst, offsets, sizes,
-                                       strides);
+  LeadSlice slice(b, lead, tensor::getMixedSizes(b, loc, src));
+  return tensor::InsertSliceOp::create(b, loc, src, dst, slice.offsets,
+                                       slice.sizes, slice.strides);
 }
 
 /// With `products` (the CPU pipeline's attention-products), an attention
