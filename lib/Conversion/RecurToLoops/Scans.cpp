@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -73,6 +74,8 @@ Value stepPosition(OpBuilder &b, Location loc, Value t, Value length,
 /// and 2 threads, halves of the row about 0.8).
 constexpr int64_t kMaxScanGroup = 4096;
 constexpr int64_t kScanGroupQuantum = 16;
+/// The most vectors a step of the few-channels form (buildNarrow) spans.
+constexpr int64_t kNarrowVectors = 4;
 
 /// The thread count a kernel's parallel loops run with
 /// (`omp_get_max_threads`), declared in the module on first use; it
@@ -171,6 +174,14 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
     if (scanChunk > 0) {
       rewriter.replaceOp(op, buildChunked(rewriter, loc, op, sizes, lastSizes,
                                           hInit, lastInit, aAt, carryInit));
+      return success();
+    }
+
+    // Few channels on the CPU: the steps of each row side by side in vectors
+    // (see buildNarrow).
+    if (std::optional<int64_t> width = narrowWidth(op)) {
+      rewriter.replaceOp(op, buildNarrow(rewriter, loc, op, *width, sizes,
+                                         hInit, lastInit, carryInit));
       return success();
     }
 
@@ -333,6 +344,261 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
         });
     rewriter.replaceOp(op, results);
     return success();
+  }
+
+  /// The channel count C of a row of `op` when it goes by buildNarrow: on the
+  /// CPU (groups chosen by threads), f32 or f64 with a transition of the same
+  /// shape, along the last dimension (C = 1) or the one before a static last
+  /// dimension C that divides the vector's lanes or is a multiple of them up
+  /// to kNarrowVectors vectors.
+  std::optional<int64_t> narrowWidth(LinearScanOp op) const {
+    auto hType = cast<RankedTensorType>(op.getH().getType());
+    Type elem = hType.getElementType();
+    int64_t rank = hType.getRank();
+    int64_t axis = op.getAxisAttr().getInt();
+    if (scanGroup != kScanGroupByThreads || !(elem.isF32() || elem.isF64()) ||
+        op.getA().getType() != op.getB().getType())
+      return std::nullopt;
+    if (axis == rank - 1)
+      return 1;
+    if (axis != rank - 2 || hType.isDynamicDim(rank - 1))
+      return std::nullopt;
+    int64_t width = hType.getDimSize(rank - 1), lanes = streamLanes(elem);
+    if ((width < lanes && lanes % width == 0) ||
+        (width % lanes == 0 && width <= kNarrowVectors * lanes))
+      return width;
+    return std::nullopt;
+  }
+
+  /// The form for few channels: each row of the scan (one index of the
+  /// dimensions before the axis) is its T steps of C channels, contiguous,
+  /// read as one stretch of T * C elements in vectors of L lanes (f32: 8,
+  /// f64: 4). The thread count then comes from the rows alone: the groups
+  /// of the general form would leave every thread a few channels and a
+  /// loop's overhead per step (108 ms for 16M steps of one channel against
+  /// 22 ms for a plain loop, 2026-11-27).
+  ///  - C < L (C divides L): a vector holds m = L / C consecutive steps.
+  ///    Their maps h -> a h + x are composed in the register first (log2 m
+  ///    levels, each combining every step with the one s steps before it:
+  ///    x_i += a_i x_{i-s}, a_i *= a_{i-s}), then applied to the carry, the
+  ///    last step's C channels repeated over the lanes: the dependence
+  ///    from one vector to the next is one fma and one shuffle, not m fmas.
+  ///    The steps left over (fewer than m) go one channel at a time.
+  ///  - C = k L (k <= kNarrowVectors): a step is k vectors, their carries
+  ///    in registers.
+  /// A reverse scan walks the stretch from its end, composing towards the
+  /// lower lanes. The result is the recurrence up to rounding (composing
+  /// the maps regroups the products), as buildChunked's.
+  template <typename CarryInit>
+  SmallVector<Value> buildNarrow(OpBuilder &rewriter, Location loc,
+                                 LinearScanOp op, int64_t width,
+                                 ArrayRef<Value> sizes, Value hInit,
+                                 Value lastInit, CarryInit &carryInit) const {
+    auto hType = cast<RankedTensorType>(op.getH().getType());
+    Type elem = hType.getElementType();
+    int64_t rank = hType.getRank();
+    int64_t axis = op.getAxisAttr().getInt();
+    bool reverse = op.getReverse();
+    int64_t lanes = streamLanes(elem);
+    int64_t group = std::max(lanes, width); // elements per iteration
+    int64_t vectors = group / lanes;
+    int64_t steps = group / width; // steps per iteration
+    auto vecType = VectorType::get({lanes}, elem);
+
+    // Each row as one stretch: [outer..., T * C].
+    bool collapse = axis == rank - 2;
+    SmallVector<ReassociationIndices> flat;
+    for (int64_t d = 0; d < axis; ++d)
+      flat.push_back({d});
+    flat.push_back(collapse ? ReassociationIndices{axis, axis + 1}
+                            : ReassociationIndices{axis});
+    auto toFlat = [&](Value tensor) -> Value {
+      if (!collapse)
+        return tensor;
+      return tensor::CollapseShapeOp::create(rewriter, loc, tensor, flat);
+    };
+    Value aFlat = toFlat(op.getA()), bFlat = toFlat(op.getB());
+    Value hFlat = toFlat(hInit);
+    Value length = sizes[axis];
+    Value n = arith::MulIOp::create(rewriter, loc, length,
+                                    indexConst(rewriter, loc, width));
+    Value stepsPer = indexConst(rewriter, loc, steps);
+    Value whole = arith::DivUIOp::create(rewriter, loc, length, stepsPer);
+    Value rest = arith::RemUIOp::create(rewriter, loc, length, stepsPer);
+    SmallVector<Value> outerSizes(sizes.begin(), sizes.begin() + axis);
+
+    // `v` moved `by` lanes towards the later steps (higher lanes forward,
+    // lower in reverse), the lanes it leaves taken from the splat `fill`.
+    auto shift = [&](OpBuilder &b, Location l, Value v, Value fill,
+                     int64_t by) -> Value {
+      SmallVector<int64_t> mask;
+      for (int64_t i = 0; i < lanes; ++i) {
+        int64_t from = reverse ? i + by : i - by;
+        mask.push_back(from >= 0 && from < lanes ? from : lanes + i);
+      }
+      return vector::ShuffleOp::create(b, l, v, fill, mask);
+    };
+    auto splat = [&](OpBuilder &b, Location l, double value) -> Value {
+      return arith::ConstantOp::create(
+          b, l, vecType,
+          DenseElementsAttr::get(vecType, b.getFloatAttr(elem, value)));
+    };
+
+    SmallVector<Value> results = buildNest(
+        rewriter, loc, outerSizes, {hFlat, lastInit},
+        [&](OpBuilder &b, Location l, ValueRange outer, ValueRange args) {
+          // Channel c of the row in `init` and `last`.
+          auto channel = [&](int64_t c) {
+            SmallVector<Value> idx(outer);
+            if (collapse)
+              idx.push_back(indexConst(b, l, c));
+            return idx;
+          };
+          // The carries: lane i of vector j holds channel (j L + i) mod C.
+          SmallVector<Value> inits;
+          for (int64_t c = 0; c < width; ++c)
+            inits.push_back(carryInit(b, l, channel(c)));
+          SmallVector<Value> carries;
+          for (int64_t j = 0; j < vectors; ++j) {
+            SmallVector<Value> lanesOf;
+            for (int64_t i = 0; i < lanes; ++i)
+              lanesOf.push_back(inits[(j * lanes + i) % width]);
+            carries.push_back(
+                vector::FromElementsOp::create(b, l, vecType, lanesOf));
+          }
+
+          Value zeroVec = splat(b, l, 0.0), oneVec = splat(b, l, 1.0);
+          Value groupSize = indexConst(b, l, group);
+          auto iteration = [&](OpBuilder &tb, Location tl, ValueRange iv,
+                               ValueRange iter) -> SmallVector<Value> {
+            // The iteration's first element: from the front, or the back.
+            Value base = arith::MulIOp::create(tb, tl, iv[0], groupSize);
+            if (reverse)
+              base = arith::SubIOp::create(
+                  tb, tl, n, arith::AddIOp::create(tb, tl, base, groupSize));
+            Value h = iter[0];
+            SmallVector<Value> hs;
+            for (int64_t j = 0; j < vectors; ++j) {
+              SmallVector<Value> idx(outer);
+              idx.push_back(arith::AddIOp::create(
+                  tb, tl, base, indexConst(tb, tl, j * lanes)));
+              auto read = [&](Value tensor) -> Value {
+                return vector::TransferReadOp::create(
+                    tb, tl, vecType, tensor, idx, /*padding=*/std::nullopt,
+                    ArrayRef<bool>{true});
+              };
+              Value at = read(aFlat), x = read(bFlat);
+              for (int64_t by = width; by < lanes; by *= 2) {
+                x = vector::FMAOp::create(tb, tl, at,
+                                          shift(tb, tl, x, zeroVec, by), x);
+                at = arith::MulFOp::create(tb, tl, at,
+                                           shift(tb, tl, at, oneVec, by));
+              }
+              Value hv = vector::FMAOp::create(tb, tl, at, iter[1 + j], x);
+              h = vector::TransferWriteOp::create(tb, tl, hv, h, idx,
+                                                  ArrayRef<bool>{true})
+                      .getResult();
+              hs.push_back(hv);
+            }
+            SmallVector<Value> next{h};
+            if (steps == 1) {
+              next.append(hs);
+              return next;
+            }
+            // The last step's channels, over every lane.
+            SmallVector<int64_t> mask;
+            for (int64_t i = 0; i < lanes; ++i)
+              mask.push_back((reverse ? 0 : lanes - width) + i % width);
+            next.push_back(
+                vector::ShuffleOp::create(tb, tl, hs[0], hs[0], mask));
+            return next;
+          };
+          Value zero = indexConst(b, l, 0);
+          auto vectorLoop = [&](OpBuilder &vb, Location vl, bool streaming) {
+            SmallVector<Value> init{args[0]};
+            init.append(carries);
+            SmallVector<Value> r =
+                buildLoop(vb, vl, zero, whole, init, iteration);
+            if (streaming) {
+              r[0].getDefiningOp()->setAttr(kStreamStoresAttrName,
+                                            vb.getUnitAttr());
+              r[0].getDefiningOp()->setAttr(kContiguousStreamAttrName,
+                                            vb.getUnitAttr());
+            }
+            return r;
+          };
+          SmallVector<Value> swept;
+          if (!streams(op)) {
+            swept = vectorLoop(b, l, false);
+          } else {
+            // Outputs of at least streamStoreBytes: around the cache.
+            Value big = atLeastBytes(b, l, sizes, elem, streamStoreBytes);
+            SmallVector<Type> types{args[0].getType()};
+            types.append(vectors, vecType);
+            auto branch = scf::IfOp::create(b, l, types, big,
+                                            /*withElseRegion=*/true);
+            for (bool streaming : {true, false}) {
+              Block &block = streaming ? branch.getThenRegion().front()
+                                       : branch.getElseRegion().front();
+              OpBuilder ib = OpBuilder::atBlockEnd(&block);
+              scf::YieldOp::create(ib, l, vectorLoop(ib, l, streaming));
+            }
+            swept = SmallVector<Value>(branch.getResults());
+          }
+
+          Value h = swept[0], last = args[1];
+          if (steps == 1) {
+            for (int64_t j = 0; j < vectors; ++j) {
+              SmallVector<Value> idx(outer);
+              idx.push_back(indexConst(b, l, j * lanes));
+              last = vector::TransferWriteOp::create(b, l, swept[1 + j], last,
+                                                     idx, ArrayRef<bool>{true})
+                         .getResult();
+            }
+            return SmallVector<Value>{h, last};
+          }
+          // The steps left over, one channel at a time: at the back, or
+          // in reverse the front ones, last first.
+          SmallVector<Value> tailInit{h};
+          for (int64_t c = 0; c < width; ++c)
+            tailInit.push_back(vector::ExtractOp::create(b, l, swept[1], c));
+          Value done = arith::MulIOp::create(b, l, whole, stepsPer);
+          SmallVector<Value> tail = buildLoop(
+              b, l, zero, rest, tailInit,
+              [&](OpBuilder &tb, Location tl, ValueRange s,
+                  ValueRange iter) -> SmallVector<Value> {
+                Value t;
+                if (reverse)
+                  t = arith::SubIOp::create(
+                      tb, tl, arith::SubIOp::create(tb, tl, rest, s[0]),
+                      indexConst(tb, tl, 1));
+                else
+                  t = arith::AddIOp::create(tb, tl, done, s[0]);
+                Value first =
+                    arith::MulIOp::create(tb, tl, t, indexConst(tb, tl, width));
+                SmallVector<Value> next{iter[0]};
+                for (int64_t c = 0; c < width; ++c) {
+                  SmallVector<Value> idx(outer);
+                  idx.push_back(arith::AddIOp::create(tb, tl, first,
+                                                      indexConst(tb, tl, c)));
+                  Value hc = math::FmaOp::create(
+                      tb, tl, extractAt(tb, tl, aFlat, idx), iter[1 + c],
+                      extractAt(tb, tl, bFlat, idx));
+                  next[0] = insertAt(tb, tl, hc, next[0], idx);
+                  next.push_back(hc);
+                }
+                return next;
+              });
+          for (int64_t c = 0; c < width; ++c)
+            last = insertAt(b, l, tail[1 + c], last, channel(c));
+          return SmallVector<Value>{tail[0], last};
+        });
+
+    Value h = results[0];
+    if (collapse)
+      h = tensor::ExpandShapeOp::create(rewriter, loc, hType, h, flat,
+                                        getAsOpFoldResult(sizes));
+    return {h, results[1]};
   }
 
   /// The channels of a group when chosen at run time: the row of `width`

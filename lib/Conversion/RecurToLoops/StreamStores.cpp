@@ -116,9 +116,10 @@ void streamStores(scf::ForOp loop) {
   // Loads; those of the streamed inputs prefetch what they read
   // kPrefetchSteps steps later: the hardware's prefetchers restart at every
   // 4 KiB page, and a thread's share of a row is often less than one.
+  bool contiguous = loop->hasAttr(kContiguousStreamAttrName);
   for (vector::TransferReadOp read : reads) {
     b.setInsertionPoint(read);
-    if (dependsOnTime(read.getIndices())) {
+    if (!contiguous && dependsOnTime(read.getIndices())) {
       SmallVector<Value> indices;
       for (Value index : read.getIndices())
         indices.push_back(recomputeAhead(b, index, loop, ahead));
@@ -164,6 +165,7 @@ void streamStores(scf::ForOp loop) {
   b.setInsertionPointAfter(loop);
   LLVM::FenceOp::create(b, loop.getLoc(), LLVM::AtomicOrdering::seq_cst);
   loop->removeAttr(kStreamStoresAttrName);
+  loop->removeAttr(kContiguousStreamAttrName);
 }
 
 struct RecurStreamStoresPass

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Complex/IR/Complex.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -307,6 +308,19 @@ Value loops::inPlaceSource(Value value) {
       if (source != inPlaceSource(branch.elseYield().getOperand(i)))
         break;
       value = source;
+      continue;
+    }
+    // A round trip through a flat view (linear_scan's few-channels form):
+    // the same buffer, the same shape.
+    if (auto expand = dyn_cast<memref::ExpandShapeOp>(result.getOwner())) {
+      auto collapse = inPlaceSource(expand.getSrc())
+                          .getDefiningOp<memref::CollapseShapeOp>();
+      if (!collapse ||
+          collapse.getReassociationIndices() !=
+              expand.getReassociationIndices() ||
+          collapse.getSrc().getType() != expand.getType())
+        break;
+      value = collapse.getSrc();
       continue;
     }
     break;

@@ -134,7 +134,9 @@ bool dependsOnIv(Value value, scf::ForOp loop);
 /// The buffer `value` is, looking through the results of scf.for loops
 /// that yield their iteration argument back (loops that update a buffer in
 /// place, as bufferization leaves them) and of scf.if ops whose branches
-/// both yield the same buffer (a conditional in-place update).
+/// both yield the same buffer (a conditional in-place update), and of
+/// memref.expand_shape undoing a memref.collapse_shape (a flat view and
+/// back).
 Value inPlaceSource(Value value);
 
 /// Bytes of one element of `type` in the kernel's buffers (an index, int,

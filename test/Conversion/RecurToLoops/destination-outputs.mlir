@@ -92,3 +92,46 @@ func.func @F_backward(%x: memref<8xf32>, %dy: memref<8xf32> {recur.role = "cotan
   linalg.fill ins(%cst : f32) outs(%g : memref<8xf32>)
   return %g : memref<8xf32>
 }
+
+// -----
+
+// An output written through a flat view of its allocation and reshaped
+// back (linear_scan's few-channels form): the same buffer, so the
+// allocation becomes the destination and nothing is copied. A reshape
+// that does not undo the collapse is a view like any other: copied.
+
+// CHECK-LABEL: func.func @flat_view(
+// CHECK-SAME: %[[D:[^:]+]]: memref<4x?x2xf32> {recur.role = "destination"})
+// CHECK-NOT: memref.alloc(
+// CHECK: %[[FLAT:.+]] = memref.collapse_shape %[[D]] {{\[}}[0], [1, 2]]
+// CHECK: scf.for {{.*}} iter_args(%[[B:.+]] = %[[FLAT]])
+// CHECK-NOT: memref.copy
+// CHECK: return{{$}}
+func.func @flat_view(%n: index)
+    -> (memref<4x?x2xf32> {recur.role = "output"}) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %f = arith.constant 1.0 : f32
+  %y = memref.alloc(%n) : memref<4x?x2xf32>
+  %flat = memref.collapse_shape %y [[0], [1, 2]]
+      : memref<4x?x2xf32> into memref<4x?xf32>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%b = %flat) -> memref<4x?xf32> {
+    memref.store %f, %b[%c0, %i] : memref<4x?xf32>
+    scf.yield %b : memref<4x?xf32>
+  }
+  %back = memref.expand_shape %r [[0], [1, 2]] output_shape [4, %n, 2]
+      : memref<4x?xf32> into memref<4x?x2xf32>
+  return %back : memref<4x?x2xf32>
+}
+
+// CHECK-LABEL: func.func @other_reshape(
+// CHECK-SAME: %[[D:[^:]+]]: memref<8x2xf32> {recur.role = "destination"})
+// CHECK: %[[Y:.+]] = memref.alloc() : memref<16xf32>
+// CHECK: %[[E:.+]] = memref.expand_shape %[[Y]]
+// CHECK: memref.copy %[[E]], %[[D]]
+func.func @other_reshape() -> (memref<8x2xf32> {recur.role = "output"}) {
+  %y = memref.alloc() : memref<16xf32>
+  %back = memref.expand_shape %y [[0, 1]] output_shape [8, 2]
+      : memref<16xf32> into memref<8x2xf32>
+  return %back : memref<8x2xf32>
+}

@@ -70,6 +70,12 @@ void populateRecurToLoopsPatterns(RewritePatternSet &patterns,
 /// output): recur-stream-stores makes them non-temporal.
 constexpr llvm::StringLiteral kStreamStoresAttrName = "recur.stream_stores";
 
+/// A unit attribute beside kStreamStoresAttrName: the loop reads each input
+/// as one contiguous stream (linear_scan's few-channels form), which the
+/// hardware prefetchers follow, so recur-stream-stores adds no prefetches.
+constexpr llvm::StringLiteral kContiguousStreamAttrName =
+    "recur.stream_contiguous";
+
 /// The CPU pipeline's stream-store-bytes: 32 MiB, this machine's last-level
 /// cache (docs/performance.md). A smaller output is likely read again from
 /// the cache by what follows; a larger one is evicted on the way anyway.
