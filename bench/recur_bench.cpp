@@ -24,6 +24,7 @@
 #include "GlaChunked.h"
 #include "ScanC64.h"
 #include "ScanF32.h"
+#include "ScanF32One.h"
 #include "SlidingWindow.h"
 #include "Window.h"
 
@@ -346,6 +347,29 @@ void BM_PlainScanC64(benchmark::State &st) {
   plainScan<std::complex<float>>(st);
 }
 
+/// h_t = a_t h_{t-1} + x_t over one channel of 1024 x scanT steps: the
+/// plain loop, one thread (a single sequence gives a loop nothing to split).
+void BM_PlainScanOne(benchmark::State &st) {
+  int64_t n = shapes().scanT * 1024;
+  std::vector<float> a(n), x(n), y(n);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(0.9f, 0.999f);
+  for (int64_t i = 0; i < n; ++i) {
+    a[i] = u(rng);
+    x[i] = u(rng) - 0.95f;
+  }
+  for (auto _ : st) {
+    float h = 0;
+    for (int64_t t = 0; t < n; ++t) {
+      h = a[t] * h + x[t];
+      y[t] = h;
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.SetBytesProcessed(
+      int64_t(3.0 * sizeof(float) * double(n) * double(st.iterations())));
+}
+
 /// Gated linear attention, recurrent form: per (batch, head) a dk x dv
 /// state, S = diag(a_t) S + k_t^T v_t, o_t = q_t S.
 void BM_PlainGla(benchmark::State &st) {
@@ -456,6 +480,10 @@ double windowFlops() { return 4.0 * 8 * double(shapes().winT) * 512 * 64; }
 void BM_RecurScanF32(benchmark::State &st) {
   runLayer(st, recur_ScanF32_layer(), {1, shapes().scanT}, 0, false);
 }
+void BM_RecurScanF32One(benchmark::State &st) {
+  runLayer(st, recur_ScanF32One_layer(), {1, shapes().scanT * 1024}, 0,
+           false);
+}
 void BM_RecurScanC64(benchmark::State &st) {
   runLayer(st, recur_ScanC64_layer(), {1, shapes().scanT}, 0, false);
 }
@@ -525,6 +553,8 @@ void registerAll() {
   add("sgemm/openblas", BM_Sgemm);
   add("scan_f32/recur", BM_RecurScanF32);
   add("scan_f32/plain_loop", BM_PlainScanF32);
+  add("scan_f32_one/recur", BM_RecurScanF32One);
+  add("scan_f32_one/plain_loop", BM_PlainScanOne);
   add("scan_c64/recur", BM_RecurScanC64);
   add("scan_c64/plain_loop", BM_PlainScanC64);
   add("gla_fwd/recur", BM_RecurGlaForward);

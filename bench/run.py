@@ -129,8 +129,8 @@ def main():
     print(header)
     print("-" * len(header))
 
-    cases = ["scan_f32", "scan_c64", "gla_fwd", "gla_bwd", "window_fwd",
-             "window_bwd"]
+    cases = ["scan_f32", "scan_f32_one", "scan_c64", "gla_fwd", "gla_bwd",
+             "window_fwd", "window_bwd"]
     rows = []
     for case in cases:
         recur = ours.get(f"{case}/recur")
