@@ -126,8 +126,11 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
   // what its buffers hold at once (recur_workspace_size). Outputs are written
   // into destination arguments (recur_layer_desc.output_destinations), and a
   // linear scan across channels splits each row into about a thread's share
-  // (scan-group=0) and writes an output larger than the last-level cache
-  // around it (recur-stream-stores); a reduction's innermost loop carries
+  // (scan-group=0; a scan of few channels, or along the last dimension, goes
+  // by rows instead, each row's steps side by side in vectors, and a row in
+  // chunks over the threads when there are fewer rows than threads) and
+  // writes an output larger than the last-level cache around it
+  // (recur-stream-stores); a reduction's innermost loop carries
   // its sum as a value (recur-promote-accumulators). Last, each parallel
   // region gets a
   // function of its own, identical ones shared (recur-outline-parallel: a

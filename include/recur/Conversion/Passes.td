@@ -110,7 +110,13 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "Channels of the last dimension one thread scans together in a "
            "linear_scan along another dimension (1 to 4096), or 0: chosen "
            "when the kernel runs, about a thread's share of each row (the "
-           "CPU pipeline's); 1 for a GPU (one channel a thread)">,
+           "CPU pipeline's; with 0, an f32 or f64 scan of a static channel "
+           "count that divides the vector's lanes or is a multiple of them "
+           "up to 4 vectors, or along the last dimension, goes by rows "
+           "instead, each row's steps side by side in vectors: consecutive "
+           "steps composed in the register, then applied to the carry; with "
+           "fewer rows than threads, each row in chunks, two passes); 1 "
+           "for a GPU (one channel a thread)">,
     Option<"scanChunk", "scan-chunk", "int64_t", /*default=*/"0",
            "Run every linear_scan in chunks of this many steps (0: not): "
            "each chunk's decay product and end state on its own, the "
@@ -337,7 +343,12 @@ def RecurStreamStores : Pass<"recur-stream-stores", "::mlir::ModuleOp"> {
     the element's alignment (LLVM writes it as 8-byte non-temporal
     stores). Non-temporal stores are weakly ordered, so a sequentially
     consistent fence follows the loop, before its thread reaches the end of
-    its parallel loop. The tag is removed.
+    its parallel loop. Each load whose indices depend on the induction
+    variable is preceded by a prefetch of what it reads one step later (a
+    thread's share of a row is often less than a 4 KiB page, where the
+    hardware's prefetchers restart), unless the loop is also tagged
+    `recur.stream_contiguous` (linear_scan's few-channels form: each input
+    one contiguous stream, which they follow). The tags are removed.
 
     ```mlir
     scf.for %t = ... {                          // recur.stream_stores

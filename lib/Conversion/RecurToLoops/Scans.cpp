@@ -76,6 +76,11 @@ constexpr int64_t kMaxScanGroup = 4096;
 constexpr int64_t kScanGroupQuantum = 16;
 /// The most vectors a step of the few-channels form (buildNarrow) spans.
 constexpr int64_t kNarrowVectors = 4;
+/// The most chunks a row of the few-channels form splits into besides the
+/// first (at most one per thread), and the fewest iterations of vectors a
+/// chunk must have for the row to split.
+constexpr int64_t kMaxScanChunks = 64;
+constexpr int64_t kMinChunkIterations = 1024;
 
 /// The thread count a kernel's parallel loops run with
 /// (`omp_get_max_threads`), declared in the module on first use; it
@@ -373,10 +378,9 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
   /// The form for few channels: each row of the scan (one index of the
   /// dimensions before the axis) is its T steps of C channels, contiguous,
   /// read as one stretch of T * C elements in vectors of L lanes (f32: 8,
-  /// f64: 4). The thread count then comes from the rows alone: the groups
-  /// of the general form would leave every thread a few channels and a
-  /// loop's overhead per step (108 ms for 16M steps of one channel against
-  /// 22 ms for a plain loop, 2026-11-27).
+  /// f64: 4). The groups of the general form would leave every thread a few
+  /// channels and a loop's overhead per step (108 ms for 16M steps of one
+  /// channel against 22 ms for a plain loop, 2026-11-27).
   ///  - C < L (C divides L): a vector holds m = L / C consecutive steps.
   ///    Their maps h -> a h + x are composed in the register first (log2 m
   ///    levels, each combining every step with the one s steps before it:
@@ -387,8 +391,10 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
   ///  - C = k L (k <= kNarrowVectors): a step is k vectors, their carries
   ///    in registers.
   /// A reverse scan walks the stretch from its end, composing towards the
-  /// lower lanes. The result is the recurrence up to rounding (composing
-  /// the maps regroups the products), as buildChunked's.
+  /// lower lanes. With fewer rows than threads, each row goes in chunks
+  /// over the threads in two passes (see byChunks below). The result is the
+  /// recurrence up to rounding (composing the maps regroups the products),
+  /// as buildChunked's.
   template <typename CarryInit>
   SmallVector<Value> buildNarrow(OpBuilder &rewriter, Location loc,
                                  LinearScanOp op, int64_t width,
@@ -429,7 +435,7 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
 
     // `v` moved `by` lanes towards the later steps (higher lanes forward,
     // lower in reverse), the lanes it leaves taken from the splat `fill`.
-    auto shift = [&](OpBuilder &b, Location l, Value v, Value fill,
+    auto moved = [&](OpBuilder &b, Location l, Value v, Value fill,
                      int64_t by) -> Value {
       SmallVector<int64_t> mask;
       for (int64_t i = 0; i < lanes; ++i) {
@@ -443,41 +449,68 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
           b, l, vecType,
           DenseElementsAttr::get(vecType, b.getFloatAttr(elem, value)));
     };
+    // Lane i of the result: the last step's channel i mod C in `v`.
+    auto lastStep = [&](OpBuilder &b, Location l, Value v) -> Value {
+      SmallVector<int64_t> mask;
+      for (int64_t i = 0; i < lanes; ++i)
+        mask.push_back((reverse ? 0 : lanes - width) + i % width);
+      return vector::ShuffleOp::create(b, l, v, v, mask);
+    };
+    Value groupSize = indexConst(rewriter, loc, group);
 
-    SmallVector<Value> results = buildNest(
-        rewriter, loc, outerSizes, {hFlat, lastInit},
-        [&](OpBuilder &b, Location l, ValueRange outer, ValueRange args) {
-          // Channel c of the row in `init` and `last`.
-          auto channel = [&](int64_t c) {
-            SmallVector<Value> idx(outer);
-            if (collapse)
-              idx.push_back(indexConst(b, l, c));
-            return idx;
-          };
-          // The carries: lane i of vector j holds channel (j L + i) mod C.
-          SmallVector<Value> inits;
-          for (int64_t c = 0; c < width; ++c)
-            inits.push_back(carryInit(b, l, channel(c)));
-          SmallVector<Value> carries;
-          for (int64_t j = 0; j < vectors; ++j) {
-            SmallVector<Value> lanesOf;
-            for (int64_t i = 0; i < lanes; ++i)
-              lanesOf.push_back(inits[(j * lanes + i) % width]);
-            carries.push_back(
-                vector::FromElementsOp::create(b, l, vecType, lanesOf));
-          }
+    // Channel c of row `outer` in `init` and `last`.
+    auto channel = [&](OpBuilder &b, Location l, ValueRange outer, int64_t c) {
+      SmallVector<Value> idx(outer);
+      if (collapse)
+        idx.push_back(indexConst(b, l, c));
+      return idx;
+    };
+    // The carries entering row `outer`: lane i of vector j holds channel
+    // (j L + i) mod C.
+    auto initialCarries = [&](OpBuilder &b, Location l, ValueRange outer) {
+      SmallVector<Value> inits;
+      for (int64_t c = 0; c < width; ++c)
+        inits.push_back(carryInit(b, l, channel(b, l, outer, c)));
+      SmallVector<Value> carries;
+      for (int64_t j = 0; j < vectors; ++j) {
+        SmallVector<Value> lanesOf;
+        for (int64_t i = 0; i < lanes; ++i)
+          lanesOf.push_back(inits[(j * lanes + i) % width]);
+        carries.push_back(
+            vector::FromElementsOp::create(b, l, vecType, lanesOf));
+      }
+      return carries;
+    };
 
-          Value zeroVec = splat(b, l, 0.0), oneVec = splat(b, l, 1.0);
-          Value groupSize = indexConst(b, l, group);
-          auto iteration = [&](OpBuilder &tb, Location tl, ValueRange iv,
-                               ValueRange iter) -> SmallVector<Value> {
-            // The iteration's first element: from the front, or the back.
+    // Iterations [from, to) of row `outer` (iteration i: the group of
+    // elements at i G from the front, or from the back in reverse) from
+    // `carries`. With `h`, writes each state into it; with `product`, also
+    // carries the product of the transitions (per lane, of the last step's
+    // channel). Returns h (when given), the carries, then the products.
+    // `h` holds the row from element `shift` on (the whole row: none) at
+    // indices `prefix..., element - shift` (`outer` when prefix is empty).
+    auto iterate = [&](OpBuilder &b, Location l, ValueRange outer, Value from,
+                       Value to, Value h, ValueRange carries, bool product,
+                       bool streaming, ValueRange prefix = {},
+                       Value shift = Value()) {
+      Value zeroVec = splat(b, l, 0.0), oneVec = splat(b, l, 1.0);
+      SmallVector<Value> init;
+      if (h)
+        init.push_back(h);
+      init.append(carries.begin(), carries.end());
+      if (product)
+        init.append(vectors, oneVec);
+      SmallVector<Value> r = buildLoop(
+          b, l, from, to, init,
+          [&](OpBuilder &tb, Location tl, ValueRange iv,
+              ValueRange iter) -> SmallVector<Value> {
             Value base = arith::MulIOp::create(tb, tl, iv[0], groupSize);
             if (reverse)
               base = arith::SubIOp::create(
                   tb, tl, n, arith::AddIOp::create(tb, tl, base, groupSize));
-            Value h = iter[0];
-            SmallVector<Value> hs;
+            ValueRange carry = iter.slice(h ? 1 : 0, vectors);
+            Value out = h ? iter[0] : Value();
+            SmallVector<Value> hs, as;
             for (int64_t j = 0; j < vectors; ++j) {
               SmallVector<Value> idx(outer);
               idx.push_back(arith::AddIOp::create(
@@ -490,109 +523,338 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
               Value at = read(aFlat), x = read(bFlat);
               for (int64_t by = width; by < lanes; by *= 2) {
                 x = vector::FMAOp::create(tb, tl, at,
-                                          shift(tb, tl, x, zeroVec, by), x);
+                                          moved(tb, tl, x, zeroVec, by), x);
                 at = arith::MulFOp::create(tb, tl, at,
-                                           shift(tb, tl, at, oneVec, by));
+                                           moved(tb, tl, at, oneVec, by));
               }
-              Value hv = vector::FMAOp::create(tb, tl, at, iter[1 + j], x);
-              h = vector::TransferWriteOp::create(tb, tl, hv, h, idx,
-                                                  ArrayRef<bool>{true})
-                      .getResult();
+              Value hv = vector::FMAOp::create(tb, tl, at, carry[j], x);
+              if (out) {
+                SmallVector<Value> to(prefix.empty() ? ValueRange(outer)
+                                                     : prefix);
+                to.push_back(
+                    shift ? arith::SubIOp::create(tb, tl, idx.back(), shift)
+                                .getResult()
+                          : idx.back());
+                out = vector::TransferWriteOp::create(tb, tl, hv, out, to,
+                                                      ArrayRef<bool>{true})
+                          .getResult();
+              }
               hs.push_back(hv);
+              as.push_back(at);
             }
-            SmallVector<Value> next{h};
-            if (steps == 1) {
-              next.append(hs);
-              return next;
+            SmallVector<Value> next;
+            if (out)
+              next.push_back(out);
+            for (int64_t j = 0; j < vectors; ++j)
+              next.push_back(steps == 1 ? hs[j] : lastStep(tb, tl, hs[j]));
+            if (product) {
+              ValueRange prod = iter.take_back(vectors);
+              for (int64_t j = 0; j < vectors; ++j)
+                next.push_back(arith::MulFOp::create(
+                    tb, tl, prod[j],
+                    steps == 1 ? as[j] : lastStep(tb, tl, as[j])));
             }
-            // The last step's channels, over every lane.
-            SmallVector<int64_t> mask;
-            for (int64_t i = 0; i < lanes; ++i)
-              mask.push_back((reverse ? 0 : lanes - width) + i % width);
-            next.push_back(
-                vector::ShuffleOp::create(tb, tl, hs[0], hs[0], mask));
             return next;
-          };
-          Value zero = indexConst(b, l, 0);
-          auto vectorLoop = [&](OpBuilder &vb, Location vl, bool streaming) {
-            SmallVector<Value> init{args[0]};
-            init.append(carries);
-            SmallVector<Value> r =
-                buildLoop(vb, vl, zero, whole, init, iteration);
-            if (streaming) {
-              r[0].getDefiningOp()->setAttr(kStreamStoresAttrName,
-                                            vb.getUnitAttr());
-              r[0].getDefiningOp()->setAttr(kContiguousStreamAttrName,
-                                            vb.getUnitAttr());
-            }
-            return r;
-          };
-          SmallVector<Value> swept;
-          if (!streams(op)) {
-            swept = vectorLoop(b, l, false);
-          } else {
-            // Outputs of at least streamStoreBytes: around the cache.
-            Value big = atLeastBytes(b, l, sizes, elem, streamStoreBytes);
-            SmallVector<Type> types{args[0].getType()};
-            types.append(vectors, vecType);
-            auto branch = scf::IfOp::create(b, l, types, big,
-                                            /*withElseRegion=*/true);
-            for (bool streaming : {true, false}) {
-              Block &block = streaming ? branch.getThenRegion().front()
-                                       : branch.getElseRegion().front();
-              OpBuilder ib = OpBuilder::atBlockEnd(&block);
-              scf::YieldOp::create(ib, l, vectorLoop(ib, l, streaming));
-            }
-            swept = SmallVector<Value>(branch.getResults());
-          }
-
-          Value h = swept[0], last = args[1];
-          if (steps == 1) {
-            for (int64_t j = 0; j < vectors; ++j) {
+          });
+      if (streaming) {
+        r[0].getDefiningOp()->setAttr(kStreamStoresAttrName, b.getUnitAttr());
+        r[0].getDefiningOp()->setAttr(kContiguousStreamAttrName,
+                                      b.getUnitAttr());
+      }
+      return r;
+    };
+    // iterate writing h, around the cache when the output is at least
+    // streamStoreBytes: returns h and the carries.
+    auto sweep = [&](OpBuilder &b, Location l, ValueRange outer, Value from,
+                     Value to, Value h, ValueRange carries,
+                     ValueRange prefix = {}, Value shift = Value()) {
+      if (!streams(op))
+        return iterate(b, l, outer, from, to, h, carries, false, false, prefix,
+                       shift);
+      Value big = atLeastBytes(b, l, sizes, elem, streamStoreBytes);
+      SmallVector<Type> types{h.getType()};
+      types.append(vectors, vecType);
+      auto branch =
+          scf::IfOp::create(b, l, types, big, /*withElseRegion=*/true);
+      for (bool streaming : {true, false}) {
+        Block &block = streaming ? branch.getThenRegion().front()
+                                 : branch.getElseRegion().front();
+        OpBuilder ib = OpBuilder::atBlockEnd(&block);
+        scf::YieldOp::create(ib, l,
+                             iterate(ib, l, outer, from, to, h, carries, false,
+                                     streaming, prefix, shift));
+      }
+      return SmallVector<Value>(branch.getResults());
+    };
+    // The steps after the last whole iteration (at the back, or in reverse
+    // the front ones, last first) one channel at a time from `carries`,
+    // then the final state into `last`: returns h and last.
+    auto finish = [&](OpBuilder &b, Location l, ValueRange outer, Value h,
+                      ValueRange carries, Value last) -> SmallVector<Value> {
+      if (steps == 1) {
+        for (int64_t j = 0; j < vectors; ++j) {
+          SmallVector<Value> idx(outer);
+          idx.push_back(indexConst(b, l, j * lanes));
+          last = vector::TransferWriteOp::create(b, l, carries[j], last, idx,
+                                                 ArrayRef<bool>{true})
+                     .getResult();
+        }
+        return {h, last};
+      }
+      SmallVector<Value> tailInit{h};
+      for (int64_t c = 0; c < width; ++c)
+        tailInit.push_back(vector::ExtractOp::create(b, l, carries[0], c));
+      Value done = arith::MulIOp::create(b, l, whole, stepsPer);
+      SmallVector<Value> tail = buildLoop(
+          b, l, indexConst(b, l, 0), rest, tailInit,
+          [&](OpBuilder &tb, Location tl, ValueRange s,
+              ValueRange iter) -> SmallVector<Value> {
+            Value t;
+            if (reverse)
+              t = arith::SubIOp::create(
+                  tb, tl, arith::SubIOp::create(tb, tl, rest, s[0]),
+                  indexConst(tb, tl, 1));
+            else
+              t = arith::AddIOp::create(tb, tl, done, s[0]);
+            Value first =
+                arith::MulIOp::create(tb, tl, t, indexConst(tb, tl, width));
+            SmallVector<Value> next{iter[0]};
+            for (int64_t c = 0; c < width; ++c) {
               SmallVector<Value> idx(outer);
-              idx.push_back(indexConst(b, l, j * lanes));
-              last = vector::TransferWriteOp::create(b, l, swept[1 + j], last,
-                                                     idx, ArrayRef<bool>{true})
-                         .getResult();
+              idx.push_back(
+                  arith::AddIOp::create(tb, tl, first, indexConst(tb, tl, c)));
+              Value hc = math::FmaOp::create(
+                  tb, tl, extractAt(tb, tl, aFlat, idx), iter[1 + c],
+                  extractAt(tb, tl, bFlat, idx));
+              next[0] = insertAt(tb, tl, hc, next[0], idx);
+              next.push_back(hc);
             }
-            return SmallVector<Value>{h, last};
-          }
-          // The steps left over, one channel at a time: at the back, or
-          // in reverse the front ones, last first.
-          SmallVector<Value> tailInit{h};
-          for (int64_t c = 0; c < width; ++c)
-            tailInit.push_back(vector::ExtractOp::create(b, l, swept[1], c));
-          Value done = arith::MulIOp::create(b, l, whole, stepsPer);
-          SmallVector<Value> tail = buildLoop(
-              b, l, zero, rest, tailInit,
-              [&](OpBuilder &tb, Location tl, ValueRange s,
-                  ValueRange iter) -> SmallVector<Value> {
-                Value t;
-                if (reverse)
-                  t = arith::SubIOp::create(
-                      tb, tl, arith::SubIOp::create(tb, tl, rest, s[0]),
-                      indexConst(tb, tl, 1));
-                else
-                  t = arith::AddIOp::create(tb, tl, done, s[0]);
-                Value first =
-                    arith::MulIOp::create(tb, tl, t, indexConst(tb, tl, width));
-                SmallVector<Value> next{iter[0]};
-                for (int64_t c = 0; c < width; ++c) {
-                  SmallVector<Value> idx(outer);
-                  idx.push_back(arith::AddIOp::create(tb, tl, first,
-                                                      indexConst(tb, tl, c)));
-                  Value hc = math::FmaOp::create(
-                      tb, tl, extractAt(tb, tl, aFlat, idx), iter[1 + c],
-                      extractAt(tb, tl, bFlat, idx));
-                  next[0] = insertAt(tb, tl, hc, next[0], idx);
-                  next.push_back(hc);
-                }
-                return next;
+            return next;
+          });
+      for (int64_t c = 0; c < width; ++c)
+        last = insertAt(b, l, tail[1 + c], last, channel(b, l, outer, c));
+      return {tail[0], last};
+    };
+
+    // By rows: each row's iterations in order on one thread.
+    auto byRows = [&](OpBuilder &b, Location l) {
+      return buildNest(
+          b, l, outerSizes, {hFlat, lastInit},
+          [&](OpBuilder &rb, Location rl, ValueRange outer, ValueRange args) {
+            SmallVector<Value> r =
+                sweep(rb, rl, outer, indexConst(rb, rl, 0), whole, args[0],
+                      initialCarries(rb, rl, outer));
+            return finish(rb, rl, outer, r[0], ValueRange(r).drop_front(),
+                          args[1]);
+          });
+    };
+
+    // By chunks of each row, when there are fewer rows than threads and
+    // enough iterations: with P threads, the iterations split into P + 1
+    // chunks of about equal length (the last P whole chunks of len, the
+    // first what is left). Per row, two parallel loops over p < P:
+    //  1. p = 0 sweeps chunk 0 from the row's carries, writing h; p > 0
+    //     runs chunk p from zero without writing, for its end state and
+    //     the product of its transitions;
+    //  2. p composes the end state of chunk 0 with chunks 1 ... p into the
+    //     carries entering chunk p + 1 and sweeps it, writing h.
+    // Each pass costs about as much per element (the sweep is bound by its
+    // arithmetic on one thread), so the row takes about 2 / (P + 1) of
+    // its time on one thread.
+    auto byChunks = [&](OpBuilder &b, Location l, Value parts) {
+      Value one = indexConst(b, l, 1);
+      Value len = arith::CeilDivUIOp::create(
+          b, l, whole, arith::AddIOp::create(b, l, parts, one));
+      Value first0 = arith::SubIOp::create(
+          b, l, whole, arith::MulIOp::create(b, l, parts, len));
+      // Chunk p's first iteration and its iteration count: chunk 0 is
+      // [0, first0), chunk p >= 1 starts at first0 + (p - 1) len (as
+      // arithmetic on p, later = min(p, 1), so that a chunk's slice of h is
+      // visibly placed by the parallel loop's index).
+      auto chunkAt = [&](OpBuilder &cb, Location cl,
+                         Value p) -> std::pair<Value, Value> {
+        Value later = arith::MinUIOp::create(cb, cl, p, one);
+        Value start = arith::MulIOp::create(
+            cb, cl, later,
+            arith::AddIOp::create(
+                cb, cl, first0,
+                arith::MulIOp::create(
+                    cb, cl, arith::SubIOp::create(cb, cl, p, one), len)));
+        Value count = arith::AddIOp::create(
+            cb, cl, len,
+            arith::MulIOp::create(cb, cl,
+                                  arith::SubIOp::create(cb, cl, one, later),
+                                  arith::SubIOp::create(cb, cl, first0, len)));
+        return {start, count};
+      };
+      auto chunkStart = [&](OpBuilder &cb, Location cl, Value p) -> Value {
+        return chunkAt(cb, cl, p).first;
+      };
+      // Sweeps chunk p of row `outer` from `carries` through its slice of
+      // `h` (the elements of its iterations); returns h and the carries.
+      auto sweepChunk = [&](OpBuilder &cb, Location cl, ValueRange outer,
+                            Value p, Value h, ValueRange carries) {
+        auto [start, count] = chunkAt(cb, cl, p);
+        Value end = arith::AddIOp::create(cb, cl, start, count);
+        Value first =
+            arith::MulIOp::create(cb, cl, reverse ? end : start, groupSize);
+        if (reverse)
+          first = arith::SubIOp::create(cb, cl, n, first);
+        Value size = arith::MulIOp::create(cb, cl, count, groupSize);
+        SmallVector<OpFoldResult> offsets(outer.begin(), outer.end());
+        offsets.push_back(first);
+        SmallVector<OpFoldResult> sizes(outer.size(), cb.getIndexAttr(1));
+        sizes.push_back(size);
+        SmallVector<OpFoldResult> strides(outer.size() + 1, cb.getIndexAttr(1));
+        Value slice =
+            tensor::ExtractSliceOp::create(cb, cl, h, offsets, sizes, strides);
+        SmallVector<Value> prefix(outer.size(), indexConst(cb, cl, 0));
+        SmallVector<Value> r =
+            sweep(cb, cl, outer, start, end, slice, carries, prefix, first);
+        r[0] = tensor::InsertSliceOp::create(cb, cl, r[0], h, offsets, sizes,
+                                             strides);
+        return r;
+      };
+      // Per chunk: its end state (vectors of L), then its product.
+      auto partsType = RankedTensorType::get({kMaxScanChunks, 2 * group}, elem);
+      Value zeroIdx = indexConst(b, l, 0);
+      // The rows in order (sequential: fewer than the threads).
+      std::function<SmallVector<Value>(OpBuilder &, Location, size_t,
+                                       SmallVector<Value>, ValueRange)>
+          rows = [&](OpBuilder &rb, Location rl, size_t d,
+                     SmallVector<Value> outer,
+                     ValueRange args) -> SmallVector<Value> {
+        if (d < outerSizes.size())
+          return buildLoop(
+              rb, rl, zeroIdx, outerSizes[d], args,
+              [&](OpBuilder &ib, Location il, ValueRange iv, ValueRange it) {
+                SmallVector<Value> deeper(outer);
+                deeper.push_back(iv[0]);
+                return rows(ib, il, d + 1, deeper, it);
               });
-          for (int64_t c = 0; c < width; ++c)
-            last = insertAt(b, l, tail[1 + c], last, channel(c));
-          return SmallVector<Value>{tail[0], last};
-        });
+        auto readVec = [&](OpBuilder &vb, Location vl, Value tensor, Value p,
+                           int64_t at) -> Value {
+          return vector::TransferReadOp::create(
+              vb, vl, vecType, tensor, ValueRange{p, indexConst(vb, vl, at)},
+              /*padding=*/std::nullopt, ArrayRef<bool>{true});
+        };
+        auto writeVec = [&](OpBuilder &vb, Location vl, Value v, Value tensor,
+                            Value p, int64_t at) -> Value {
+          return vector::TransferWriteOp::create(
+                     vb, vl, v, tensor, ValueRange{p, indexConst(vb, vl, at)},
+                     ArrayRef<bool>{true})
+              .getResult();
+        };
+        SmallVector<Value> partsSizes{indexConst(rb, rl, kMaxScanChunks),
+                                      indexConst(rb, rl, 2 * group)};
+        Value partsInit = privateScratch(rb, rl, partsType, partsSizes);
+        // 1. Chunk 0 swept, the others run from zero.
+        SmallVector<Value> pass1 = buildNest(
+            rb, rl, {parts}, {args[0], partsInit},
+            [&](OpBuilder &pb, Location pl, ValueRange p, ValueRange it) {
+              Value isFirst =
+                  arith::CmpIOp::create(pb, pl, arith::CmpIPredicate::eq, p[0],
+                                        indexConst(pb, pl, 0));
+              auto branch = scf::IfOp::create(
+                  pb, pl, TypeRange{it[0].getType(), it[1].getType()}, isFirst,
+                  /*withElseRegion=*/true);
+              {
+                OpBuilder tb =
+                    OpBuilder::atBlockEnd(&branch.getThenRegion().front());
+                SmallVector<Value> r = sweepChunk(
+                    tb, pl, outer, p[0], it[0], initialCarries(tb, pl, outer));
+                Value out = it[1];
+                for (int64_t j = 0; j < vectors; ++j)
+                  out = writeVec(tb, pl, r[1 + j], out, p[0], j * lanes);
+                scf::YieldOp::create(tb, pl, ValueRange{r[0], out});
+              }
+              {
+                OpBuilder eb =
+                    OpBuilder::atBlockEnd(&branch.getElseRegion().front());
+                Value from = chunkStart(eb, pl, p[0]);
+                Value to = arith::AddIOp::create(eb, pl, from, len);
+                SmallVector<Value> zeros(vectors, splat(eb, pl, 0.0));
+                SmallVector<Value> r = iterate(eb, pl, outer, from, to, Value(),
+                                               zeros, true, false);
+                Value out = it[1];
+                for (int64_t j = 0; j < vectors; ++j) {
+                  out = writeVec(eb, pl, r[j], out, p[0], j * lanes);
+                  out = writeVec(eb, pl, r[vectors + j], out, p[0],
+                                 group + j * lanes);
+                }
+                scf::YieldOp::create(eb, pl, ValueRange{it[0], out});
+              }
+              return SmallVector<Value>(branch.getResults());
+            });
+        // 2. Chunks 1 ... P from the composed carries; the carries leaving
+        // each go to a second table (row p).
+        Value endsInit = privateScratch(rb, rl, partsType, partsSizes);
+        SmallVector<Value> pass2 = buildNest(
+            rb, rl, {parts}, {pass1[0], endsInit},
+            [&](OpBuilder &pb, Location pl, ValueRange p, ValueRange it) {
+              SmallVector<Value> carries;
+              for (int64_t j = 0; j < vectors; ++j)
+                carries.push_back(readVec(pb, pl, pass1[1],
+                                          indexConst(pb, pl, 0), j * lanes));
+              carries = buildLoop(
+                  pb, pl, one, arith::AddIOp::create(pb, pl, p[0], one),
+                  carries,
+                  [&](OpBuilder &kb, Location kl, ValueRange k, ValueRange c) {
+                    SmallVector<Value> next;
+                    for (int64_t j = 0; j < vectors; ++j)
+                      next.push_back(vector::FMAOp::create(
+                          kb, kl,
+                          readVec(kb, kl, pass1[1], k[0], group + j * lanes),
+                          c[j], readVec(kb, kl, pass1[1], k[0], j * lanes)));
+                    return next;
+                  });
+              SmallVector<Value> r = sweepChunk(
+                  pb, pl, outer, arith::AddIOp::create(pb, pl, p[0], one),
+                  it[0], carries);
+              Value ends = it[1];
+              for (int64_t j = 0; j < vectors; ++j)
+                ends = writeVec(pb, pl, r[1 + j], ends, p[0], j * lanes);
+              return SmallVector<Value>{r[0], ends};
+            });
+        SmallVector<Value> carries;
+        Value lastPart = arith::SubIOp::create(rb, rl, parts, one);
+        for (int64_t j = 0; j < vectors; ++j)
+          carries.push_back(readVec(rb, rl, pass2[1], lastPart, j * lanes));
+        return finish(rb, rl, outer, pass2[0], carries, args[1]);
+      };
+      return rows(b, l, 0, {}, ValueRange{hFlat, lastInit});
+    };
+
+    // By chunks when the rows leave threads idle and every chunk has at
+    // least kMinChunkIterations iterations.
+    Value rowCount = indexConst(rewriter, loc, 1);
+    for (Value size : outerSizes)
+      rowCount = arith::MulIOp::create(rewriter, loc, rowCount, size);
+    Value parts =
+        arith::MinUIOp::create(rewriter, loc, maxThreads(rewriter, loc, op),
+                               indexConst(rewriter, loc, kMaxScanChunks));
+    Value fewRows = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::ult, rowCount, parts);
+    Value longRows = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::uge, whole,
+        arith::MulIOp::create(
+            rewriter, loc,
+            arith::AddIOp::create(rewriter, loc, parts,
+                                  indexConst(rewriter, loc, 1)),
+            indexConst(rewriter, loc, kMinChunkIterations)));
+    auto choice = scf::IfOp::create(
+        rewriter, loc, TypeRange{hFlat.getType(), lastInit.getType()},
+        arith::AndIOp::create(rewriter, loc, fewRows, longRows),
+        /*withElseRegion=*/true);
+    {
+      OpBuilder tb = OpBuilder::atBlockEnd(&choice.getThenRegion().front());
+      scf::YieldOp::create(tb, loc, byChunks(tb, loc, parts));
+    }
+    {
+      OpBuilder eb = OpBuilder::atBlockEnd(&choice.getElseRegion().front());
+      scf::YieldOp::create(eb, loc, byRows(eb, loc));
+    }
+    SmallVector<Value> results(choice.getResults());
 
     Value h = results[0];
     if (collapse)

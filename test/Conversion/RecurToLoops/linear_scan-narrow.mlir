@@ -9,6 +9,14 @@
 // and applied to the carry: the last step's channels repeated over the
 // lanes; the steps left over go one channel at a time. Other scan-group
 // values (the GPU's, a fixed group) keep the general form.
+//
+// With fewer rows than threads (P, at most 64) and at least 1024 vector
+// iterations per chunk, the rows go one after the other, each in P + 1
+// chunks: a parallel loop where chunk 0 is swept through its slice of h
+// and chunks 1 ... P - 1 run from zero for their end states and products
+// (a 64 x 2G table), then a parallel loop where each chunk p + 1 starts
+// from the carries composed over chunks 0 ... p and is swept through its
+// slice. Otherwise, a parallel loop over the rows.
 
 func.func @two_channels(%a: tensor<3x?x2xf32>, %x: tensor<3x?x2xf32>,
                         %h0: tensor<3x2xf32>)
@@ -28,6 +36,43 @@ func.func @two_channels(%a: tensor<3x?x2xf32>, %x: tensor<3x?x2xf32>,
 // CHECK-DAG: %[[XF:.+]] = tensor.collapse_shape %[[X]] {{\[}}[0], [1, 2]]
 // CHECK-DAG: %[[WHOLE:.+]] = arith.divui %[[T]], %[[C4]] : index
 // CHECK-DAG: %[[REST:.+]] = arith.remui %[[T]], %[[C4]] : index
+// CHECK: %[[NT:.+]] = call @omp_get_max_threads()
+// CHECK: %[[NI:.+]] = arith.index_cast %[[NT]]
+// CHECK: %[[P:.+]] = arith.minui %[[NI]], %c64
+// CHECK: %[[FEW:.+]] = arith.cmpi ugt, %[[P]], %c3
+// CHECK: %[[P1:.+]] = arith.addi %[[P]], %c1
+// CHECK: %[[ENOUGH:.+]] = arith.muli %[[P1]], %c1024
+// CHECK: %[[LONG:.+]] = arith.cmpi uge, %[[WHOLE]], %[[ENOUGH]]
+// CHECK: %[[BOTH:.+]] = arith.andi %[[FEW]], %[[LONG]]
+// CHECK: %[[CHOICE:.+]]:2 = scf.if %[[BOTH]]
+// CHECK: scf.for %[[CR:.+]] = %c0 to %c3 step %c1
+// CHECK: bufferization.alloc_tensor() : tensor<64x16xf32>
+// CHECK: scf.for %[[PI:.+]] = %c0 to %[[P]] step %c1
+// CHECK: arith.cmpi eq, %[[PI]], %c0
+// CHECK: %[[SLICE:.+]] = tensor.extract_slice %{{.+}}[%[[CR]], %[[OFF:.+]]] [1, %{{.+}}] [1, 1] : tensor<3x?xf32> to tensor<1x?xf32>
+// CHECK: %[[REL:.+]] = arith.subi %{{.+}}, %[[OFF]] : index
+// CHECK: vector.transfer_write %{{.+}}, %{{.+}}[%c0, %[[REL]]] {in_bounds = [true]} : vector<8xf32>, tensor<1x?xf32>
+// CHECK: tensor.insert_slice %{{.+}} into %{{.+}}[%[[CR]], %[[OFF]]]
+// CHECK: vector.transfer_write %{{.+}}, %{{.+}}[%[[PI]], %c0] {in_bounds = [true]} : vector<8xf32>, tensor<64x16xf32>
+// CHECK: } else {
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c1 iter_args(%{{.+}} = %[[ZEROS]], %{{.+}} = %[[ONES]]) -> (vector<8xf32>, vector<8xf32>)
+// CHECK-NOT: tensor<1x?xf32>
+// CHECK: vector.transfer_write %{{.+}}, %{{.+}}[%[[PI]], %c8] {in_bounds = [true]} : vector<8xf32>, tensor<64x16xf32>
+// CHECK: bufferization.alloc_tensor() : tensor<64x16xf32>
+// CHECK: scf.for %[[PJ:.+]] = %c0 to %[[P]] step %c1
+// CHECK: %[[E0:.+]] = vector.transfer_read %[[PARTS:.+]][%c0, %c0]
+// CHECK: %[[PJ1:.+]] = arith.addi %[[PJ]], %c1
+// CHECK: scf.for %[[K:.+]] = %c1 to %[[PJ1]] step %c1 iter_args(%[[CK:.+]] = %[[E0]])
+// CHECK: %[[AK:.+]] = vector.transfer_read %[[PARTS]][%[[K]], %c8]
+// CHECK: %[[EK:.+]] = vector.transfer_read %[[PARTS]][%[[K]], %c0]
+// CHECK: vector.fma %[[AK]], %[[CK]], %[[EK]]
+// CHECK: tensor.extract_slice %{{.+}}[%[[CR]], %{{.+}}] [1, %{{.+}}] [1, 1]
+// CHECK: tensor.insert_slice
+// CHECK: vector.transfer_write %{{.+}}, %{{.+}}[%[[PJ]], %c0]
+// CHECK: %[[LASTP:.+]] = arith.subi %[[P]], %c1
+// CHECK: vector.transfer_read %{{.+}}[%[[LASTP]], %c0]
+// CHECK: scf.for %{{.+}} = %c0 to %[[REST]] step %c1
+// CHECK: } else {
 // CHECK: %[[ROWS:.+]]:2 = scf.for %[[R:.+]] = %c0 to %c3 step %c1 iter_args(%{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}) -> (tensor<3x?xf32>, tensor<3x2xf32>) {
 // CHECK: %[[I0:.+]] = tensor.extract %[[H0]][%[[R]], %c0]
 // CHECK: %[[I1:.+]] = tensor.extract %[[H0]][%[[R]], %c1]
@@ -56,7 +101,8 @@ func.func @two_channels(%a: tensor<3x?x2xf32>, %x: tensor<3x?x2xf32>,
 // CHECK: vector.extract %{{.+}}[1] : f32 from vector<8xf32>
 // CHECK: scf.for %{{.+}} = %c0 to %[[REST]] step %c1
 // CHECK-COUNT-2: math.fma %{{.+}}, %{{.+}}, %{{.+}} : f32
-// CHECK: tensor.expand_shape %[[ROWS]]#0 {{\[}}[0], [1, 2]] output_shape [3, %[[T]], 2]
+// CHECK: scf.yield %[[ROWS]]#0, %[[ROWS]]#1
+// CHECK: tensor.expand_shape %[[CHOICE]]#0 {{\[}}[0], [1, 2]] output_shape [3, %[[T]], 2]
 
 // GROUPS-LABEL: func.func @two_channels(
 // GROUPS-NOT: tensor.collapse_shape
