@@ -10,7 +10,7 @@
 // lanes; the steps left over go one channel at a time. Other scan-group
 // values (the GPU's, a fixed group) keep the general form.
 //
-// With fewer rows than threads (P, at most 64) and at least 1024 vector
+// With fewer rows than threads (P, at most 64) and at least 4096 vector
 // iterations per chunk, the rows go one after the other, each in P + 1
 // chunks: a parallel loop where chunk 0 is swept through its slice of h
 // and chunks 1 ... P - 1 run from zero for their end states and products
@@ -41,7 +41,7 @@ func.func @two_channels(%a: tensor<3x?x2xf32>, %x: tensor<3x?x2xf32>,
 // CHECK: %[[P:.+]] = arith.minui %[[NI]], %c64
 // CHECK: %[[FEW:.+]] = arith.cmpi ugt, %[[P]], %c3
 // CHECK: %[[P1:.+]] = arith.addi %[[P]], %c1
-// CHECK: %[[ENOUGH:.+]] = arith.muli %[[P1]], %c1024
+// CHECK: %[[ENOUGH:.+]] = arith.muli %[[P1]], %c4096
 // CHECK: %[[LONG:.+]] = arith.cmpi uge, %[[WHOLE]], %[[ENOUGH]]
 // CHECK: %[[BOTH:.+]] = arith.andi %[[FEW]], %[[LONG]]
 // CHECK: %[[CHOICE:.+]]:2 = scf.if %[[BOTH]]
