@@ -191,3 +191,33 @@ func.func @step_gate(%a: tensor<?xf32>, %x: tensor<?x4xf32>)
 // CHECK-LABEL: func.func @step_gate(
 // CHECK-NOT: tensor.collapse_shape
 // CHECK: tensor<4096xf32>
+
+// Complex channels have no vector form: one or two along the dimension
+// before them go one at a time with a scalar carry (the time loop
+// innermost), more by groups.
+
+func.func @complex_two(%a: tensor<?x?x2xcomplex<f32>>,
+                       %x: tensor<?x?x2xcomplex<f32>>)
+    -> (tensor<?x?x2xcomplex<f32>>, tensor<?x2xcomplex<f32>>) {
+  %h, %last = recur.linear_scan %a, %x along 1
+      : tensor<?x?x2xcomplex<f32>>, tensor<?x?x2xcomplex<f32>>
+  return %h, %last : tensor<?x?x2xcomplex<f32>>, tensor<?x2xcomplex<f32>>
+}
+
+// CHECK-LABEL: func.func @complex_two(
+// CHECK-NOT: tensor<4096xcomplex<f32>>
+// CHECK: scf.for %[[B:.+]] = %c0 to %{{.+}} step %c1
+// CHECK: scf.for %[[C:.+]] = %c0 to %c2 step %c1
+// CHECK: scf.for %[[T:.+]] = %c0 to %{{.+}} step %c1 iter_args(%{{.+}} = %{{.+}}, %[[CARRY:.+]] = %{{.+}}) -> (tensor<?x?x2xcomplex<f32>>, complex<f32>)
+// CHECK: complex.mul %{{.+}}, %[[CARRY]] : complex<f32>
+
+func.func @complex_four(%a: tensor<?x?x4xcomplex<f32>>,
+                        %x: tensor<?x?x4xcomplex<f32>>)
+    -> (tensor<?x?x4xcomplex<f32>>, tensor<?x4xcomplex<f32>>) {
+  %h, %last = recur.linear_scan %a, %x along 1
+      : tensor<?x?x4xcomplex<f32>>, tensor<?x?x4xcomplex<f32>>
+  return %h, %last : tensor<?x?x4xcomplex<f32>>, tensor<?x4xcomplex<f32>>
+}
+
+// CHECK-LABEL: func.func @complex_four(
+// CHECK: tensor<4096xcomplex<f32>>
