@@ -151,6 +151,29 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
     return streamStoreBytes > 0 && (elem.isF32() || elem.isF64());
   }
 
+  /// The loop `build(b, streaming)` makes (results of `types`): when `op`
+  /// streams, built twice under an scf.if on whether the output of `sizes`
+  /// holds at least streamStoreBytes (then streaming, around the cache),
+  /// otherwise once, not streaming.
+  SmallVector<Value> streamedIfLarge(
+      OpBuilder &b, Location loc, LinearScanOp op, ArrayRef<Value> sizes,
+      TypeRange types,
+      function_ref<SmallVector<Value>(OpBuilder &, bool)> build) const {
+    if (!streams(op))
+      return build(b, false);
+    Type elem = getElementTypeOrSelf(op.getH());
+    Value big = atLeastBytes(b, loc, sizes, elem, streamStoreBytes);
+    auto branch =
+        scf::IfOp::create(b, loc, types, big, /*withElseRegion=*/true);
+    for (bool streaming : {true, false}) {
+      Block &block = streaming ? branch.getThenRegion().front()
+                               : branch.getElseRegion().front();
+      OpBuilder ib = OpBuilder::atBlockEnd(&block);
+      scf::YieldOp::create(ib, loc, build(ib, streaming));
+    }
+    return SmallVector<Value>(branch.getResults());
+  }
+
   LogicalResult matchAndRewrite(LinearScanOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -329,24 +352,11 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
                                                   tb.getUnitAttr());
             return results;
           };
-          SmallVector<Value> time;
-          if (!streams(op)) {
-            time = timeLoop(b, l, ValueRange{args[0], carry}, false);
-          } else {
-            // Outputs of at least streamStoreBytes: around the cache.
-            Value big = atLeastBytes(b, l, sizes, elem, streamStoreBytes);
-            auto branch = scf::IfOp::create(
-                b, l, TypeRange{args[0].getType(), carry.getType()}, big,
-                /*withElseRegion=*/true);
-            for (bool streaming : {true, false}) {
-              Block &block = streaming ? branch.getThenRegion().front()
-                                       : branch.getElseRegion().front();
-              OpBuilder ib = OpBuilder::atBlockEnd(&block);
-              scf::YieldOp::create(
-                  ib, l, timeLoop(ib, l, {args[0], carry}, streaming));
-            }
-            time = SmallVector<Value>(branch.getResults());
-          }
+          SmallVector<Value> time = streamedIfLarge(
+              b, l, op, sizes, {args[0].getType(), carry.getType()},
+              [&](OpBuilder &ib, bool streaming) {
+                return timeLoop(ib, l, {args[0], carry}, streaming);
+              });
           Value last = buildLoop(
               b, l, zero, n, args[1],
               [&](OpBuilder &cb, Location cl, ValueRange j, ValueRange acc) {
@@ -591,23 +601,13 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
     auto sweep = [&](OpBuilder &b, Location l, ValueRange outer, Value from,
                      Value to, Value h, ValueRange carries,
                      ValueRange prefix = {}, Value shift = Value()) {
-      if (!streams(op))
-        return iterate(b, l, outer, from, to, h, carries, false, false, prefix,
-                       shift);
-      Value big = atLeastBytes(b, l, sizes, elem, streamStoreBytes);
       SmallVector<Type> types{h.getType()};
       types.append(vectors, vecType);
-      auto branch =
-          scf::IfOp::create(b, l, types, big, /*withElseRegion=*/true);
-      for (bool streaming : {true, false}) {
-        Block &block = streaming ? branch.getThenRegion().front()
-                                 : branch.getElseRegion().front();
-        OpBuilder ib = OpBuilder::atBlockEnd(&block);
-        scf::YieldOp::create(ib, l,
-                             iterate(ib, l, outer, from, to, h, carries, false,
-                                     streaming, prefix, shift));
-      }
-      return SmallVector<Value>(branch.getResults());
+      return streamedIfLarge(
+          b, l, op, sizes, types, [&](OpBuilder &ib, bool streaming) {
+            return iterate(ib, l, outer, from, to, h, carries, false, streaming,
+                           prefix, shift);
+          });
     };
     // The steps after the last whole iteration (at the back, or in reverse
     // the front ones, last first) one channel at a time from `carries`,
@@ -710,9 +710,6 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
                                   arith::SubIOp::create(cb, cl, first0, len)));
         return {start, count};
       };
-      auto chunkStart = [&](OpBuilder &cb, Location cl, Value p) -> Value {
-        return chunkAt(cb, cl, p).first;
-      };
       // Sweeps chunk p of row `outer` from `carries` through its slice of
       // `h` (the elements of its iterations); returns h and the carries.
       auto sweepChunk = [&](OpBuilder &cb, Location cl, ValueRange outer,
@@ -794,8 +791,8 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
               {
                 OpBuilder eb =
                     OpBuilder::atBlockEnd(&branch.getElseRegion().front());
-                Value from = chunkStart(eb, pl, p[0]);
-                Value to = arith::AddIOp::create(eb, pl, from, len);
+                auto [from, count] = chunkAt(eb, pl, p[0]);
+                Value to = arith::AddIOp::create(eb, pl, from, count);
                 SmallVector<Value> zeros(vectors, splat(eb, pl, 0.0));
                 SmallVector<Value> r = iterate(eb, pl, outer, from, to, Value(),
                                                zeros, true, false);
