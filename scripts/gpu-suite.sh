@@ -18,6 +18,8 @@
 #     and exits 1 if any failed.
 #
 # CUDA_ARCH (default sm_90) names the chips the kernels are compiled for;
+# RECURC_FLAGS is added to every recurc command (--cuda-block-threads=N,
+# say);
 # LDFLAGS is added to each program's link (the sanitizer flags of a
 # sanitized build: its libraries are instrumented);
 # CASES (a regular expression) selects cases by name; BENCH=0 skips the
@@ -62,7 +64,7 @@ if [[ $cmd == prepare ]]; then
     dir=$out/cases/$name
     mkdir -p "$dir"
     # shellcheck disable=SC2086
-    if ! "$build/bin/recurc" "$root/$spec" $cflags --target=cuda:$arch \
+    if ! "$build/bin/recurc" "$root/$spec" $cflags --target=cuda:$arch ${RECURC_FLAGS:-} \
            -o "$dir" >"$dir/compile.log" 2>&1; then
       echo "gpu-suite: $name: recurc failed:" >&2
       cat "$dir/compile.log" >&2
@@ -80,8 +82,9 @@ if [[ $cmd == prepare ]]; then
     [[ ${BENCH:-1} == 0 ]] && break
     dir=$out/bench/$layer
     mkdir -p "$dir"
+    # shellcheck disable=SC2086
     "$build/bin/recurc" "$root/bench/layers.recur" --layer "$layer" \
-      --target=cuda:$arch -o "$dir"
+      --target=cuda:$arch ${RECURC_FLAGS:-} -o "$dir"
     link "$dir" "$layer"
   done
   echo "gpu-suite: prepared $(ls "$out/cases" | wc -l) cases and" \

@@ -32,7 +32,9 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
+#include <vector>
 
 using namespace recur::rt;
 using namespace recur::cuda;
@@ -262,15 +264,48 @@ recur_status ready(const char *function, const Driver *&out) {
 // Device memory
 //===----------------------------------------------------------------------===//
 
-/// The live device buffers of the runtime with their sizes, and the
-/// counters of recur_cuda_memory_stats_get.
+/// A freed large device buffer kept for reuse.
+struct CachedDeviceBuffer {
+  CUdeviceptr ptr;
+  size_t bytes;
+};
+
+/// A live device buffer: the bytes asked for, the bytes of its allocation
+/// (more when it came from the cache), and whether it is managed memory.
+struct LiveDeviceBuffer {
+  size_t bytes;
+  size_t capacity;
+  bool managed;
+};
+
+/// The live device buffers of the runtime with their sizes, the counters of
+/// recur_cuda_memory_stats_get, and the cache of freed large buffers.
 struct DeviceMemory {
   std::mutex mutex;
-  std::unordered_map<CUdeviceptr, size_t> sizes;
+  std::unordered_map<CUdeviceptr, LiveDeviceBuffer> sizes;
   size_t liveBytes = 0;
   size_t peakBytes = 0;
   uint64_t allocations = 0;
+  std::vector<CachedDeviceBuffer> cache; // most recently freed last
+  size_t cachedBytes = 0;
 };
+
+/// Device buffers at least this large are cached when freed.
+constexpr size_t kDeviceCacheMinBytes = size_t(1) << 20;
+
+/// The most bytes the device cache holds (RECUR_CUDA_ALLOC_CACHE_MB, read
+/// once; default 4096, 0: none).
+size_t deviceCacheLimit() {
+  static const size_t limit = [] {
+    const char *env = std::getenv("RECUR_CUDA_ALLOC_CACHE_MB");
+    if (!env || !*env)
+      return size_t(4096) << 20;
+    char *end = nullptr;
+    unsigned long long mb = std::strtoull(env, &end, 10);
+    return *end ? size_t(4096) << 20 : size_t(mb) << 20;
+  }();
+  return limit;
+}
 
 /// Never destroyed, like the driver.
 DeviceMemory &deviceMemory() {
@@ -278,12 +313,13 @@ DeviceMemory &deviceMemory() {
   return *instance;
 }
 
-/// Adds a new buffer; false when the registry could not grow.
-bool addBuffer(CUdeviceptr ptr, size_t bytes) {
+/// Adds a new buffer of `bytes` (its allocation holds `capacity`); false
+/// when the registry could not grow.
+bool addBuffer(CUdeviceptr ptr, size_t bytes, size_t capacity, bool managed) {
   DeviceMemory &mem = deviceMemory();
   std::lock_guard<std::mutex> lock(mem.mutex);
   try {
-    mem.sizes.emplace(ptr, bytes);
+    mem.sizes.emplace(ptr, LiveDeviceBuffer{bytes, capacity, managed});
   } catch (...) {
     return false;
   }
@@ -293,15 +329,82 @@ bool addBuffer(CUdeviceptr ptr, size_t bytes) {
   return true;
 }
 
-/// Removes a buffer; false when it is not a live one.
-bool removeBuffer(CUdeviceptr ptr) {
+/// Removes a buffer and returns what it was; nullopt when it is not a live
+/// one.
+std::optional<LiveDeviceBuffer> removeBuffer(CUdeviceptr ptr) {
   DeviceMemory &mem = deviceMemory();
   std::lock_guard<std::mutex> lock(mem.mutex);
   auto it = mem.sizes.find(ptr);
   if (it == mem.sizes.end())
-    return false;
-  mem.liveBytes -= it->second;
+    return std::nullopt;
+  LiveDeviceBuffer buffer = it->second;
+  mem.liveBytes -= buffer.bytes;
   mem.sizes.erase(it);
+  return buffer;
+}
+
+/// A cached buffer of at least `bytes` (and at most 5/4 of it), taken out of
+/// the cache; a null one when there is none.
+CachedDeviceBuffer takeCachedDevice(size_t bytes) {
+  if (bytes < kDeviceCacheMinBytes)
+    return {0, 0};
+  DeviceMemory &mem = deviceMemory();
+  std::lock_guard<std::mutex> lock(mem.mutex);
+  for (size_t i = mem.cache.size(); i-- > 0;) {
+    CachedDeviceBuffer c = mem.cache[i];
+    if (c.bytes >= bytes && c.bytes - bytes <= bytes / 4) {
+      mem.cache.erase(mem.cache.begin() + i);
+      mem.cachedBytes -= c.bytes;
+      return c;
+    }
+  }
+  return {0, 0};
+}
+
+/// Frees every cached buffer; true when there was one.
+bool dropDeviceCache(const Driver &d) {
+  std::vector<CachedDeviceBuffer> dropped;
+  {
+    DeviceMemory &mem = deviceMemory();
+    std::lock_guard<std::mutex> lock(mem.mutex);
+    dropped.swap(mem.cache);
+    mem.cachedBytes = 0;
+  }
+  for (CachedDeviceBuffer c : dropped)
+    d.api.cuMemFree_v2(c.ptr);
+  return !dropped.empty();
+}
+
+/// Keeps a freed device buffer of `capacity` bytes for reuse when it is
+/// large and fits the cache (freeing the oldest cached ones to make room);
+/// false when it does not, and the caller frees it. The device is
+/// synchronized first, as cuMemFree would: no work queued before the free
+/// still uses the buffer when it is handed out again.
+bool keepCachedDevice(const Driver &d, CUdeviceptr ptr, size_t capacity) {
+  size_t limit = deviceCacheLimit();
+  if (capacity < kDeviceCacheMinBytes || capacity > limit ||
+      d.api.cuCtxSynchronize() != CUDA_SUCCESS)
+    return false;
+  std::vector<CUdeviceptr> dropped;
+  {
+    DeviceMemory &mem = deviceMemory();
+    std::lock_guard<std::mutex> lock(mem.mutex);
+    try {
+      mem.cache.push_back({ptr, capacity});
+    } catch (...) {
+      return false;
+    }
+    mem.cachedBytes += capacity;
+    size_t oldest = 0;
+    while (mem.cachedBytes > limit) {
+      mem.cachedBytes -= mem.cache[oldest].bytes;
+      dropped.push_back(mem.cache[oldest].ptr);
+      ++oldest;
+    }
+    mem.cache.erase(mem.cache.begin(), mem.cache.begin() + oldest);
+  }
+  for (CUdeviceptr p : dropped)
+    d.api.cuMemFree_v2(p);
   return true;
 }
 
@@ -322,14 +425,21 @@ recur_status allocate(const char *function, size_t bytes, bool managed,
   if (bytes == 0)
     return RECUR_OK;
   CUdeviceptr ptr = 0;
+  size_t capacity = bytes;
   if (managed) {
     if (CUresult result =
             d->api.cuMemAllocManaged(&ptr, bytes, CU_MEM_ATTACH_GLOBAL))
       return fail(*d, function, result, "cuMemAllocManaged(%zu bytes)", bytes);
+  } else if (CachedDeviceBuffer cached = takeCachedDevice(bytes); cached.ptr) {
+    ptr = cached.ptr;
+    capacity = cached.bytes;
   } else if (CUresult result = d->api.cuMemAlloc_v2(&ptr, bytes)) {
-    return fail(*d, function, result, "cuMemAlloc_v2(%zu bytes)", bytes);
+    // Memory held by the cache goes back to the driver before giving up.
+    if (result != CUDA_ERROR_OUT_OF_MEMORY || !dropDeviceCache(*d) ||
+        d->api.cuMemAlloc_v2(&ptr, bytes) != CUDA_SUCCESS)
+      return fail(*d, function, result, "cuMemAlloc_v2(%zu bytes)", bytes);
   }
-  if (!addBuffer(ptr, bytes)) {
+  if (!addBuffer(ptr, bytes, capacity, managed)) {
     d->api.cuMemFree_v2(ptr);
     return setError(RECUR_ERROR_OUT_OF_MEMORY, "%s: out of memory", function);
   }
@@ -343,10 +453,14 @@ recur_status release(const char *function, void *ptr) {
   const Driver *d = nullptr;
   if (recur_status status = ready(function, d))
     return status;
-  if (!removeBuffer(devicePointer(ptr)))
+  std::optional<LiveDeviceBuffer> buffer = removeBuffer(devicePointer(ptr));
+  if (!buffer)
     return setError(RECUR_ERROR_INVALID_ARGUMENT,
                     "%s: %p is not a live device buffer of the runtime",
                     function, ptr);
+  if (!buffer->managed &&
+      keepCachedDevice(*d, devicePointer(ptr), buffer->capacity))
+    return RECUR_OK;
   if (CUresult result = d->api.cuMemFree_v2(devicePointer(ptr)))
     return fail(*d, function, result, "cuMemFree_v2(%p)", ptr);
   return RECUR_OK;
@@ -770,6 +884,16 @@ extern "C" void recur_cuda_memory_stats_get(recur_memory_stats *stats) {
   stats->live_bytes = mem.liveBytes;
   stats->peak_bytes = mem.peakBytes;
   stats->allocations = mem.allocations;
+}
+
+extern "C" recur_status recur_cuda_empty_cache(void) {
+  return guarded("recur_cuda_empty_cache", [&] {
+    const Driver *d = nullptr;
+    if (recur_status status = ready("recur_cuda_empty_cache", d))
+      return status;
+    dropDeviceCache(*d);
+    return RECUR_OK;
+  });
 }
 
 extern "C" void recur_cuda_memory_stats_reset_peak(void) {

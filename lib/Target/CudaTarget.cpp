@@ -206,6 +206,8 @@ mlir::recur::lowerToCuda(ModuleOp module, llvm::LLVMContext &context,
   pipeline.chips = options.chips;
   pipeline.toolkit = toolkit;
   pipeline.optLevel = options.optLevel;
+  pipeline.blockThreads = options.blockThreads;
+  pipeline.scanUnrollBytes = options.scanUnrollBytes;
   PassManager pm(module->getContext());
   buildCudaLoweringPipeline(pm, pipeline);
   if (failed(pm.run(module)))

@@ -47,12 +47,14 @@ void ensurePassesRegistered() {
 /// tagged loops and linalg's parallel dimensions as scf.parallel, buffers
 /// deallocated.
 std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
-                            int64_t streamStoreBytes, bool glaColumnThreads,
-                            bool windowTiles, bool attentionProducts,
-                            bool blockContractions, bool destinations) {
+                            int64_t scanUnrollBytes, int64_t streamStoreBytes,
+                            bool glaColumnThreads, bool windowTiles,
+                            bool attentionProducts, bool blockContractions,
+                            bool destinations) {
   return "convert-recur-to-loops{mark-parallel scan-group=" +
          std::to_string(scanGroup) +
          " scan-chunk=" + std::to_string(scanChunk) +
+         " scan-unroll-bytes=" + std::to_string(scanUnrollBytes) +
          " stream-store-bytes=" + std::to_string(streamStoreBytes) +
          " gla-column-threads=" + (glaColumnThreads ? "true" : "false") +
          " window-tiles=" + (windowTiles ? "true" : "false") +
@@ -137,7 +139,7 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
   // compile-time measure).
   std::string text =
       bufferizedLoops(kScanGroupByThreads, /*scanChunk=*/0,
-                      options.streamStoreBytes,
+                      /*scanUnrollBytes=*/0, options.streamStoreBytes,
                       /*glaColumnThreads=*/false, /*windowTiles=*/true,
                       /*attentionProducts=*/true,
                       /*blockContractions=*/true, /*destinations=*/true) +
@@ -173,17 +175,27 @@ void mlir::recur::buildCudaLoweringPipeline(
   // A linear scan runs one channel a thread, and a recurrent gla one output
   // column a thread: neighbouring threads on neighbouring channels or
   // columns (coalesced). The chunked scan (scan-chunk) was slower on an
-  // H200 (docs/performance.md), so it is not used.
-  std::string text = bufferizedLoops(/*scanGroup=*/1, /*scanChunk=*/0,
-                                     /*streamStoreBytes=*/0,
-                                     /*glaColumnThreads=*/true,
-                                     /*windowTiles=*/false,
-                                     /*attentionProducts=*/false,
-                                     /*blockContractions=*/false,
-                                     /*destinations=*/false) +
-                     "func.func(recur-gpu-offload),"
-                     "gpu-kernel-outlining,"
-                     "cse,";
+  // H200 (docs/performance.md), so it is not used. The scan's thread loads
+  // scanUnrollBytes of each input before it updates (without that it waits
+  // a memory latency per step: 0.13 of a copy on an H100, 0.83 with 256
+  // bytes). The constants a launch uses are sunk into it before outlining,
+  // so a kernel's loops see their steps and strides (the unrolled scan's
+  // loads then take their offsets as immediates instead of a register
+  // each).
+  std::string text =
+      bufferizedLoops(/*scanGroup=*/1, /*scanChunk=*/0, options.scanUnrollBytes,
+                      /*streamStoreBytes=*/0,
+                      /*glaColumnThreads=*/true,
+                      /*windowTiles=*/false,
+                      /*attentionProducts=*/false,
+                      /*blockContractions=*/false,
+                      /*destinations=*/false) +
+      "func.func(recur-gpu-offload{block-threads=" +
+      std::to_string(options.blockThreads) +
+      "}),"
+      "gpu-launch-sink-index-computations,"
+      "gpu-kernel-outlining,"
+      "cse,";
   for (const std::string &chip : options.chips)
     text += "nvvm-attach-target{chip=" + chip +
             " O=" + std::to_string(options.optLevel) + "},";

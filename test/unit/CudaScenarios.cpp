@@ -276,6 +276,47 @@ TEST(FakeDriver, CopiesRoundTripThroughDeviceMemory) {
   EXPECT_EQ(fakeCount("allocations"), 0);
 }
 
+TEST(FakeDriver, LargeFreedBuffersAreReused) {
+  const size_t mib = size_t(1) << 20;
+  recur_memory_stats before;
+  recur_cuda_memory_stats_get(&before);
+  void *a = nullptr, *b = nullptr, *c = nullptr, *small = nullptr;
+  ASSERT_OK(recur_cuda_malloc(4 * mib, &a));
+  ASSERT_OK(recur_cuda_free(a));
+  // Kept: the driver still holds it, and the stats count it no more.
+  EXPECT_EQ(fakeCount("allocations"), 1);
+  recur_memory_stats freed;
+  recur_cuda_memory_stats_get(&freed);
+  EXPECT_EQ(freed.live_bytes, before.live_bytes);
+  // 3.5 MiB takes it (it holds at most 5/4 of that); 2 MiB would waste
+  // half of it and gets a new buffer, as does a second 3.5 MiB.
+  ASSERT_OK(recur_cuda_malloc(7 * mib / 2, &b));
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(fakeCount("allocations"), 1);
+  ASSERT_OK(recur_cuda_free(b));
+  ASSERT_OK(recur_cuda_malloc(2 * mib, &c));
+  EXPECT_NE(c, a);
+  EXPECT_EQ(fakeCount("allocations"), 2);
+  recur_memory_stats during;
+  recur_cuda_memory_stats_get(&during);
+  EXPECT_EQ(during.live_bytes, before.live_bytes + 2 * mib);
+  // Small buffers go back to the driver when freed.
+  ASSERT_OK(recur_cuda_malloc(mib - 1, &small));
+  EXPECT_EQ(fakeCount("allocations"), 3);
+  ASSERT_OK(recur_cuda_free(small));
+  EXPECT_EQ(fakeCount("allocations"), 2);
+  // A cached buffer is not live: freeing it again is an error.
+  EXPECT_RECUR_ERROR(recur_cuda_free(a), RECUR_ERROR_INVALID_ARGUMENT,
+                     "is not a live device buffer of the runtime");
+  ASSERT_OK(recur_cuda_free(c));
+  EXPECT_EQ(fakeCount("allocations"), 2);
+  ASSERT_OK(recur_cuda_empty_cache());
+  EXPECT_EQ(fakeCount("allocations"), 0);
+  recur_memory_stats after;
+  recur_cuda_memory_stats_get(&after);
+  EXPECT_EQ(after.live_bytes, before.live_bytes);
+}
+
 TEST(FakeDriver, MemoryErrors) {
   void *ptr = &ptr;
   ASSERT_OK(recur_cuda_malloc(0, &ptr));

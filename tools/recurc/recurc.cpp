@@ -120,6 +120,20 @@ cl::opt<uint64_t> streamStoreBytes(
              "only)"),
     cl::value_desc("bytes"), cl::init(mlir::recur::kDefaultStreamStoreBytes),
     cl::cat(recurcCategory));
+cl::opt<int64_t> cudaBlockThreads(
+    "cuda-block-threads",
+    cl::desc("Threads per block of the kernels' launches over parallel "
+             "loops, 1 to 1024 (default 128; --target=cuda only)"),
+    cl::value_desc("n"), cl::init(mlir::recur::kDefaultCudaBlockThreads),
+    cl::cat(recurcCategory));
+cl::opt<int64_t> cudaScanUnrollBytes(
+    "cuda-scan-unroll-bytes",
+    cl::desc("Bytes of each input a GPU thread scanning a channel loads "
+             "before it updates, as that many bytes of steps (at most 64 "
+             "steps; 0: a step at a time), 0 to 16384 (default 256; "
+             "--target=cuda only)"),
+    cl::value_desc("bytes"), cl::init(mlir::recur::kDefaultCudaScanUnrollBytes),
+    cl::cat(recurcCategory));
 cl::opt<bool> promoteF64("f64",
                          cl::desc("Compile every float tensor as f64 and "
                                   "every complex one as c128 (the layer in "
@@ -455,8 +469,21 @@ int main(int argc, char **argv) {
       return fail("--emit=ptx needs --target=cuda");
     cuda.emplace();
   }
-  if (cuda)
+  if (cuda) {
     cuda->optLevel = std::min(optLevel.getValue(), 3u);
+    if (cudaBlockThreads < 1 || cudaBlockThreads > 1024)
+      return fail("--cuda-block-threads must be 1 to 1024, not " +
+                  std::to_string(cudaBlockThreads));
+    if (cudaScanUnrollBytes < 0 || cudaScanUnrollBytes > 16384)
+      return fail("--cuda-scan-unroll-bytes must be 0 to 16384, not " +
+                  std::to_string(cudaScanUnrollBytes));
+    cuda->blockThreads = cudaBlockThreads;
+    cuda->scanUnrollBytes = cudaScanUnrollBytes;
+  } else if (cudaBlockThreads.getNumOccurrences() ||
+             cudaScanUnrollBytes.getNumOccurrences()) {
+    return fail("--cuda-block-threads and --cuda-scan-unroll-bytes need "
+                "--target=cuda");
+  }
 
   mlir::DialectRegistry registry;
   mlir::recur::registerCudaTranslations(registry);

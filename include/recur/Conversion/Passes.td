@@ -125,6 +125,17 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "where few sequences must fill it (no pipeline uses it yet: "
            "slower than a thread per channel for 16 x 1024 channels on an "
            "H200)">,
+    Option<"scanUnrollBytes", "scan-unroll-bytes", "int64_t",
+           /*default=*/"0",
+           "Bytes of each input that an iteration of the time loop of a "
+           "linear_scan one channel at a time loads (that form: along the "
+           "last dimension, scan-group=1, or one or two complex channels): "
+           "that many bytes over the element's steps (1 to 64 steps; 0: "
+           "one step), all their loads first, then their updates and stores "
+           "in order, so the loads of later steps do not wait for the stores "
+           "of earlier ones and a GPU thread keeps that many bytes of loads "
+           "in flight (the CUDA pipeline's: 256); the steps left over one at "
+           "a time">,
     Option<"streamStoreBytes", "stream-store-bytes", "int64_t",
            /*default=*/"0",
            "A linear_scan of f32 or f64 in groups (see scan-group) whose "
@@ -535,7 +546,8 @@ def RecurGpuOffload : Pass<"recur-gpu-offload", "::mlir::func::FuncOp"> {
     op of a host block is then one of:
 
     - an `scf.parallel` without reductions: one `gpu.launch` of
-      `ceil(N / 256)` blocks of 256 threads over its `N` flattened
+      `ceil(N / T)` blocks of T threads (the block-threads option, 256 by
+      default; the CUDA pipeline's 128) over its `N` flattened
       iterations (each thread recovers its indices, the last dimension
       fastest, and skips when past the end), guarded by `N > 0`;
     - a host-level `memref.copy`: the same, as a parallel copy loop;
@@ -565,6 +577,12 @@ def RecurGpuOffload : Pass<"recur-gpu-offload", "::mlir::func::FuncOp"> {
 
     The launches are outlined into kernels by `gpu-kernel-outlining`.
   }];
+  let options = [
+    Option<"blockThreads", "block-threads", "int64_t",
+           /*default=*/"256",
+           "Threads per block of the launches made from parallel loops (1 "
+           "to 1024)">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::gpu::GPUDialect",

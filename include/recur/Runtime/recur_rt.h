@@ -386,6 +386,13 @@ recur_status recur_cuda_memset(void *dst, int value, size_t bytes,
 void recur_cuda_memory_stats_get(recur_memory_stats *stats);
 void recur_cuda_memory_stats_reset_peak(void);
 
+/* Freed device buffers of 1 MiB and more are kept for reuse by later
+ * allocations of close to their size, up to RECUR_CUDA_ALLOC_CACHE_MB
+ * megabytes (default 4096; 0: none); they are not live bytes in the stats.
+ * This gives them back to the driver (an allocation the driver refuses
+ * does so too before it fails). */
+recur_status recur_cuda_empty_cache(void);
+
 /* Streams. A stream of recur_cuda_stream_create synchronizes with the
  * default stream as the driver's blocking streams do. Destroying NULL does
  * nothing; synchronizing NULL waits for the default stream. */

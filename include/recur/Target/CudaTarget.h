@@ -14,6 +14,8 @@
 #ifndef RECUR_TARGET_CUDATARGET_H
 #define RECUR_TARGET_CUDATARGET_H
 
+#include "recur/Target/Pipelines.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
@@ -37,6 +39,9 @@ struct CudaTargetOptions {
   std::vector<std::string> chips = {"sm_90"};
   /// 0 to 3, for the NVPTX backend and ptxas.
   unsigned optLevel = 3;
+  /// As CudaPipelineOptions.
+  int64_t blockThreads = kDefaultCudaBlockThreads;
+  int64_t scanUnrollBytes = kDefaultCudaScanUnrollBytes;
   /// The CUDA toolkit (bin/ptxas, bin/fatbinary, nvvm/libdevice); empty:
   /// findCudaToolkit().
   std::string toolkit;

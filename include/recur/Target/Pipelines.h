@@ -41,6 +41,12 @@ struct CpuPipelineOptions {
 void buildCpuLoweringPipeline(OpPassManager &pm,
                               const CpuPipelineOptions &options = {});
 
+/// The CUDA pipeline's threads per block (recurc --cuda-block-threads) and
+/// bytes of each input a thread scanning a channel loads ahead (recurc
+/// --cuda-scan-unroll-bytes), measured on an H100 (docs/performance.md).
+constexpr int64_t kDefaultCudaBlockThreads = 128;
+constexpr int64_t kDefaultCudaScanUnrollBytes = 256;
+
 /// What the CUDA pipeline compiles the device code for.
 struct CudaPipelineOptions {
   /// NVVM chips ("sm_80", "sm_90"): one PTX object per chip in each
@@ -50,6 +56,12 @@ struct CudaPipelineOptions {
   std::string toolkit = "/usr/local/cuda";
   /// 0 to 3, for the NVPTX backend.
   unsigned optLevel = 3;
+  /// Threads per block of the launches of parallel loops
+  /// (recur-gpu-offload's block-threads).
+  int64_t blockThreads = kDefaultCudaBlockThreads;
+  /// Bytes of each input per iteration of a linear scan's time loop, loads
+  /// first (convert-recur-to-loops' scan-unroll-bytes).
+  int64_t scanUnrollBytes = kDefaultCudaScanUnrollBytes;
 };
 
 /// recur to the LLVM dialect for CUDA: the CPU pipeline's loops up to

@@ -3,9 +3,9 @@
 // Part of the Recur project.
 //
 // recur-gpu-offload: the host keeps allocation, index arithmetic and the
-// loops around parallel work; parallel loops become launches of 256-thread
-// blocks over their flattened iterations, and the remaining code that
-// touches memory runs in single-thread launches (see Passes.td).
+// loops around parallel work; parallel loops become launches of blocks of
+// block-threads threads over their flattened iterations, and the remaining code
+// that touches memory runs in single-thread launches (see Passes.td).
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,6 +91,8 @@ Operation *buildCopyLoops(OpBuilder &b, Location loc, Value source,
 
 class GpuOffload : public recur::impl::RecurGpuOffloadBase<GpuOffload> {
 public:
+  using Base::Base;
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     // Layer functions are public; private ones are the host's helpers
@@ -320,7 +322,8 @@ private:
       counts.push_back(n);
       total = arith::MulIOp::create(b, loc, total, n);
     }
-    Value threads = arith::ConstantIndexOp::create(b, loc, kGpuThreadsPerBlock);
+    Value threads = arith::ConstantIndexOp::create(
+        b, loc, std::clamp<int64_t>(blockThreads, 1, 1024));
     Value blocks = arith::CeilDivSIOp::create(b, loc, total, threads);
     Value any =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, total, zero);

@@ -23,12 +23,13 @@ namespace recur::loops {
 /// along a dimension other than the last scans `scanGroup` channels a
 /// thread, or with `scanChunk` > 0 runs in chunks of that many steps (with
 /// an output of at least `streamStoreBytes` > 0, in groups, its rows in
-/// vectors and its time loop tagged kStreamStoresAttrName), and a
+/// vectors and its time loop tagged kStreamStoresAttrName; one channel at
+/// a time, `scanUnrollBytes` steps an iteration, loads first), and a
 /// recurrent gla runs a thread per output column when `glaColumnThreads`
 /// is set.
 void populateScanPatterns(RewritePatternSet &patterns, int64_t scanGroup,
                           int64_t scanChunk, int64_t streamStoreBytes,
-                          bool glaColumnThreads);
+                          int64_t scanUnrollBytes, bool glaColumnThreads);
 
 /// gate (Gates.cpp).
 void populateGatePatterns(RewritePatternSet &patterns);

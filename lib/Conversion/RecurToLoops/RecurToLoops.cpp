@@ -50,9 +50,9 @@ struct ConvertRecurToLoopsPass
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     target.addIllegalDialect<RecurDialect>();
     RewritePatternSet patterns(&getContext());
-    populateRecurToLoopsPatterns(patterns, scanGroup, scanChunk,
-                                 streamStoreBytes, glaColumnThreads,
-                                 windowTiles, attentionProducts);
+    populateRecurToLoopsPatterns(
+        patterns, scanGroup, scanChunk, streamStoreBytes, scanUnrollBytes,
+        glaColumnThreads, windowTiles, attentionProducts);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
@@ -68,10 +68,10 @@ struct ConvertRecurToLoopsPass
 
 void mlir::recur::populateRecurToLoopsPatterns(
     RewritePatternSet &patterns, int64_t scanGroup, int64_t scanChunk,
-    int64_t streamStoreBytes, bool glaColumnThreads, bool windowTiles,
-    bool attentionProducts) {
+    int64_t streamStoreBytes, int64_t scanUnrollBytes, bool glaColumnThreads,
+    bool windowTiles, bool attentionProducts) {
   loops::populateScanPatterns(patterns, scanGroup, scanChunk, streamStoreBytes,
-                              glaColumnThreads);
+                              scanUnrollBytes, glaColumnThreads);
   loops::populateGatePatterns(patterns);
   loops::populateAttentionPatterns(patterns, windowTiles, attentionProducts);
   loops::populateBlockPatterns(patterns);

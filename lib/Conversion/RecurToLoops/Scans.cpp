@@ -73,6 +73,9 @@ Value stepPosition(OpBuilder &b, Location loc, Value t, Value length,
 /// (groups of 128 f32 reached 0.36 of a streaming copy at 1024 channels
 /// and 2 threads, halves of the row about 0.8).
 constexpr int64_t kMaxScanGroup = 4096;
+/// The most steps an iteration of a scan one channel at a time takes
+/// (scan-unroll-bytes): beyond that a GPU thread runs out of registers.
+constexpr int64_t kMaxScanUnroll = 64;
 constexpr int64_t kScanGroupQuantum = 16;
 /// The most vectors a step of the few-channels form (buildNarrow) spans.
 constexpr int64_t kNarrowVectors = 4;
@@ -128,19 +131,23 @@ Value atLeastBytes(OpBuilder &b, Location loc, ArrayRef<Value> sizes, Type elem,
 
 struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
   LinearScanToLoops(MLIRContext *context, int64_t scanGroup, int64_t scanChunk,
-                    int64_t streamStoreBytes)
+                    int64_t streamStoreBytes, int64_t scanUnrollBytes)
       : OpRewritePattern(context),
         scanGroup(scanGroup == kScanGroupByThreads
                       ? kScanGroupByThreads
                       : std::clamp<int64_t>(scanGroup, 1, kMaxScanGroup)),
         scanChunk(std::max<int64_t>(scanChunk, 0)),
-        streamStoreBytes(std::max<int64_t>(streamStoreBytes, 0)) {}
+        streamStoreBytes(std::max<int64_t>(streamStoreBytes, 0)),
+        scanUnrollBytes(std::max<int64_t>(scanUnrollBytes, 0)) {}
   int64_t scanGroup;
   /// Steps per chunk of the chunked form (0: none).
   int64_t scanChunk;
   /// The output size from which a scan in groups writes its output around
   /// the cache (0: never).
   int64_t streamStoreBytes;
+  /// Bytes of each input a scan one channel at a time loads per iteration
+  /// of its time loop, all before its updates (0: a step an iteration).
+  int64_t scanUnrollBytes;
 
   /// Whether `op`, scanned in groups, gets the streaming form when its
   /// output is at least streamStoreBytes: each row in vectors, the time
@@ -225,23 +232,42 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
     // Along the last dimension, or in groups of one: one channel at a time,
     // its carry a scalar.
     if (axis == rank - 1 || scanGroup == 1 || fewScalarChannels(op)) {
+      std::optional<int64_t> bytes = elementBytes(elem);
+      int64_t unroll = bytes ? std::clamp<int64_t>(scanUnrollBytes / *bytes, 1,
+                                                   kMaxScanUnroll)
+                             : 1;
       SmallVector<Value> results = buildNestExcept(
           rewriter, loc, sizes, axis, {hInit, lastInit},
           [&](OpBuilder &b, Location l, ValueRange outer, ValueRange args) {
-            Value zero = indexConst(b, l, 0);
-            SmallVector<Value> time = buildLoop(
-                b, l, zero, length, ValueRange{args[0], carryInit(b, l, outer)},
-                [&](OpBuilder &tb, Location tl, ValueRange t, ValueRange iter) {
-                  Value pos =
-                      stepPosition(tb, tl, t[0], length, op.getReverse());
-                  SmallVector<Value> idx = withTimeIndex(outer, axis, pos);
-                  // One statement each: argument order is unspecified.
-                  Value at = aAt(tb, tl, idx);
-                  Value bt = extractAt(tb, tl, op.getB(), idx);
-                  Value h = add(tb, tl, mul(tb, tl, at, iter[1]), bt);
-                  return SmallVector<Value>{insertAt(tb, tl, h, iter[0], idx),
-                                            h};
-                });
+            // scanUnrollBytes of each input an iteration: every step's
+            // loads, then the updates in order, so the loads of later steps
+            // do not wait for the stores of earlier ones.
+            auto steps = [&](OpBuilder &tb, Location tl, ArrayRef<Value> ts,
+                             ValueRange iter) {
+              SmallVector<SmallVector<Value>> idx;
+              SmallVector<Value> as, bs;
+              for (Value t : ts) {
+                Value pos = stepPosition(tb, tl, t, length, op.getReverse());
+                idx.push_back(withTimeIndex(outer, axis, pos));
+                // One statement each: argument order is unspecified.
+                as.push_back(aAt(tb, tl, idx.back()));
+                bs.push_back(extractAt(tb, tl, op.getB(), idx.back()));
+              }
+              Value h = iter[1], out = iter[0];
+              for (auto [i, at] : llvm::enumerate(as)) {
+                h = add(tb, tl, mul(tb, tl, at, h), bs[i]);
+                out = insertAt(tb, tl, h, out, idx[i]);
+              }
+              return SmallVector<Value>{out, h};
+            };
+            SmallVector<Value> init{args[0], carryInit(b, l, outer)};
+            SmallVector<Value> time =
+                unroll > 1 ? buildBlockedLoop(b, l, length, unroll, init, steps)
+                           : buildLoop(b, l, indexConst(b, l, 0), length, init,
+                                       [&](OpBuilder &tb, Location tl,
+                                           ValueRange t, ValueRange iter) {
+                                         return steps(tb, tl, {t[0]}, iter);
+                                       });
             Value last = insertAt(b, l, time[1], args[1], outer);
             return SmallVector<Value>{time[0], last};
           });
@@ -2077,13 +2103,11 @@ struct GatedLinearAttentionGradToLoops
 
 } // namespace
 
-void mlir::recur::loops::populateScanPatterns(RewritePatternSet &patterns,
-                                              int64_t scanGroup,
-                                              int64_t scanChunk,
-                                              int64_t streamStoreBytes,
-                                              bool glaColumnThreads) {
+void mlir::recur::loops::populateScanPatterns(
+    RewritePatternSet &patterns, int64_t scanGroup, int64_t scanChunk,
+    int64_t streamStoreBytes, int64_t scanUnrollBytes, bool glaColumnThreads) {
   patterns.add<LinearScanToLoops>(patterns.getContext(), scanGroup, scanChunk,
-                                  streamStoreBytes);
+                                  streamStoreBytes, scanUnrollBytes);
   patterns.add<GatedLinearAttentionToLoops>(patterns.getContext(),
                                             glaColumnThreads);
   patterns.add<ScanToLoops, GatedLinearAttentionGradToLoops>(

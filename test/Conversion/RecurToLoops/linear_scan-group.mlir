@@ -2,6 +2,7 @@
 // RUN: recur-opt %s --convert-recur-to-loops="scan-group=1" | FileCheck %s --check-prefix=GPU
 // RUN: recur-opt %s --convert-recur-to-loops="scan-group=8" | FileCheck %s --check-prefix=EIGHT
 // RUN: recur-opt %s --convert-recur-to-loops="scan-group=0" --canonicalize | FileCheck %s --check-prefix=THREADS
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-unroll-bytes=8" | FileCheck %s --check-prefix=UNROLL
 
 // A scan along time of [B, T, C]: by default each thread sweeps a row of
 // 128 channels at every step, their carries in a private row; with
@@ -31,6 +32,36 @@ func.func @across_channels(%a: tensor<2x?x300xf32>, %x: tensor<2x?x300xf32>)
 // GPU: %[[CARRY:.+]] = arith.constant 0.000000e+00 : f32
 // GPU: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%{{.+}} = %{{.+}}, %[[C:.+]] = %[[CARRY]]) -> (tensor<2x?x300xf32>, f32)
 // GPU: arith.mulf %{{.+}}, %[[C]] : f32
+
+// With scan-unroll-bytes=8 (two f32 steps; the CUDA pipeline's 256 bytes
+// make 64) each iteration of the time loop takes two steps: the four loads
+// first, then the two updates and stores in order; then the step left over.
+// UNROLL-LABEL: func.func @across_channels
+// UNROLL: %[[T:.+]] = tensor.dim %arg1, %c1
+// UNROLL: %[[TWO:.+]] = arith.constant 2 : index
+// UNROLL: %[[N:.+]] = arith.divui %[[T]], %[[TWO]] : index
+// UNROLL: scf.for %[[K:.+]] = %{{.+}} to %[[N]] step %{{.+}} iter_args(%[[OUT:.+]] = %{{.+}}, %[[C:.+]] = %{{.+}}) -> (tensor<2x?x300xf32>, f32)
+// UNROLL-NEXT: %[[T0:.+]] = arith.muli %[[K]], %[[TWO]] : index
+// UNROLL-NEXT: %[[ONE:.+]] = arith.constant 1 : index
+// UNROLL-NEXT: %[[T1:.+]] = arith.addi %[[T0]], %[[ONE]] : index
+// UNROLL-NEXT: %[[A0:.+]] = tensor.extract %arg0[%{{.+}}, %[[T0]], %{{.+}}]
+// UNROLL-NEXT: %[[X0:.+]] = tensor.extract %arg1[%{{.+}}, %[[T0]], %{{.+}}]
+// UNROLL-NEXT: %[[A1:.+]] = tensor.extract %arg0[%{{.+}}, %[[T1]], %{{.+}}]
+// UNROLL-NEXT: %[[X1:.+]] = tensor.extract %arg1[%{{.+}}, %[[T1]], %{{.+}}]
+// UNROLL-NEXT: %[[M0:.+]] = arith.mulf %[[A0]], %[[C]] : f32
+// UNROLL-NEXT: %[[H0:.+]] = arith.addf %[[M0]], %[[X0]] : f32
+// UNROLL-NEXT: %[[O0:.+]] = tensor.insert %[[H0]] into %[[OUT]][%{{.+}}, %[[T0]], %{{.+}}]
+// UNROLL-NEXT: %[[M1:.+]] = arith.mulf %[[A1]], %[[H0]] : f32
+// UNROLL-NEXT: %[[H1:.+]] = arith.addf %[[M1]], %[[X1]] : f32
+// UNROLL-NEXT: %[[O1:.+]] = tensor.insert %[[H1]] into %[[O0]][%{{.+}}, %[[T1]], %{{.+}}]
+// UNROLL-NEXT: scf.yield %[[O1]], %[[H1]]
+// UNROLL: %[[REST:.+]] = arith.muli %[[N]], %[[TWO]] : index
+// UNROLL: scf.for %{{.+}} = %[[REST]] to %[[T]] step
+// UNROLL-COUNT-2: tensor.extract
+// UNROLL-NEXT: arith.mulf
+// UNROLL-NEXT: arith.addf
+// UNROLL-NEXT: tensor.insert
+// UNROLL-NEXT: scf.yield
 
 // EIGHT-LABEL: func.func @across_channels
 // EIGHT: arith.constant 8 : index

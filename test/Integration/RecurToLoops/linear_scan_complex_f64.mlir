@@ -14,6 +14,20 @@
 // RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
 // RUN: | FileCheck %s
 
+// One channel at a time with 2, 3 and 8 steps an iteration (32, 48 and 128
+// bytes of complex<f64>), loads first (scan-unroll-bytes, the CUDA
+// pipeline's): whole iterations, steps left over, and a length shorter than
+// an iteration:
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-unroll-bytes=32" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-unroll-bytes=48" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-unroll-bytes=128" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+
 // Complex recurrences (GateLoop's transitions) in f64 through the reference
 // lowering, checked against values worked out by hand.
 

@@ -14,6 +14,19 @@
 // RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
 // RUN: | FileCheck %s
 
+// One channel at a time with 2, 3 and 8 steps an iteration (8, 12 and 32
+// bytes of f32), loads first (scan-unroll-bytes, the CUDA pipeline's): whole
+// iterations, steps left over, and a length shorter than an iteration:
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-unroll-bytes=8" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-unroll-bytes=12" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-unroll-bytes=32" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+
 // Executes recur.linear_scan through the scalar reference lowering and checks
 // the states against values worked out by hand (in the comments). Inputs are
 // dyadic so every value is exact in f32.

@@ -15,10 +15,6 @@ namespace recur {
 #define GEN_PASS_DECL_RECURGPUOFFLOAD
 #include "recur/Conversion/Passes.h.inc"
 
-/// Threads per block of the launches recur-gpu-offload makes from parallel
-/// loops.
-constexpr int64_t kGpuThreadsPerBlock = 256;
-
 } // namespace recur
 } // namespace mlir
 

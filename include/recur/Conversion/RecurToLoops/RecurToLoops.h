@@ -53,17 +53,15 @@ constexpr llvm::StringLiteral kAllocatesNothingAttrName =
 void stripFrontEndAttributes(ModuleOp module);
 
 /// Adds the patterns that lower recur ops to scalar scf loops; `scanGroup`,
-/// `scanChunk`, `streamStoreBytes`, `glaColumnThreads`, `windowTiles` and
-/// `attentionProducts` as the pass options scan-group, scan-chunk,
-/// stream-store-bytes, gla-column-threads, window-tiles and
-/// attention-products.
-void populateRecurToLoopsPatterns(RewritePatternSet &patterns,
-                                  int64_t scanGroup = kDefaultScanGroup,
-                                  int64_t scanChunk = 0,
-                                  int64_t streamStoreBytes = 0,
-                                  bool glaColumnThreads = false,
-                                  bool windowTiles = false,
-                                  bool attentionProducts = false);
+/// `scanChunk`, `streamStoreBytes`, `scanUnrollBytes`, `glaColumnThreads`,
+/// `windowTiles` and `attentionProducts` as the pass options scan-group,
+/// scan-chunk, stream-store-bytes, scan-unroll-bytes, gla-column-threads,
+/// window-tiles and attention-products.
+void populateRecurToLoopsPatterns(
+    RewritePatternSet &patterns, int64_t scanGroup = kDefaultScanGroup,
+    int64_t scanChunk = 0, int64_t streamStoreBytes = 0,
+    int64_t scanUnrollBytes = 1, bool glaColumnThreads = false,
+    bool windowTiles = false, bool attentionProducts = false);
 
 /// The unit attribute that tags a loop over time whose stores into buffers
 /// indexed by its induction variable write each element once (a scan's
