@@ -84,5 +84,28 @@ func.func @main() {
   %rl = tensor.from_elements %rl0 : tensor<1xcomplex<f64>>
   %rld = tensor.cast %rl : tensor<1xcomplex<f64>> to tensor<?xcomplex<f64>>
   call @print_complex(%rld) : (tensor<?xcomplex<f64>>) -> ()
+
+  // Every step its own a and b (length 5, a prime), so a step that took
+  // another step's input would show:
+  //   a = i, 1, -1, 0.5, i;  b = 1, i, 1, 2, -i;  h_{-1} = 0:
+  //   h0 = 1, h1 = 1 + i, h2 = -(1 + i) + 1 = -i, h3 = 0.5(-i) + 2 = 2 - 0.5i,
+  //   h4 = i(2 - 0.5i) - i = 0.5 + i.
+  %zi = complex.constant [0.0 : f64, 1.0 : f64] : complex<f64>
+  %zmi = complex.constant [0.0 : f64, -1.0 : f64] : complex<f64>
+  %z1 = complex.constant [1.0 : f64, 0.0 : f64] : complex<f64>
+  %zm1 = complex.constant [-1.0 : f64, 0.0 : f64] : complex<f64>
+  %zh = complex.constant [0.5 : f64, 0.0 : f64] : complex<f64>
+  %z2 = complex.constant [2.0 : f64, 0.0 : f64] : complex<f64>
+  %va = tensor.from_elements %zi, %z1, %zm1, %zh, %zi : tensor<5xcomplex<f64>>
+  %vb = tensor.from_elements %z1, %zi, %z1, %z2, %zmi : tensor<5xcomplex<f64>>
+  %vh, %vlast = recur.linear_scan %va, %vb along 0
+      : tensor<5xcomplex<f64>>, tensor<5xcomplex<f64>>
+  // CHECK-NEXT: 1, 0
+  // CHECK-NEXT: 1, 1
+  // CHECK-NEXT: 0, -1
+  // CHECK-NEXT: 2, -0.5
+  // CHECK-NEXT: 0.5, 1
+  %vhd = tensor.cast %vh : tensor<5xcomplex<f64>> to tensor<?xcomplex<f64>>
+  call @print_complex(%vhd) : (tensor<?xcomplex<f64>>) -> ()
   return
 }
