@@ -296,14 +296,8 @@ constexpr size_t kDeviceCacheMinBytes = size_t(1) << 20;
 /// The most bytes the device cache holds (RECUR_CUDA_ALLOC_CACHE_MB, read
 /// once; default 4096, 0: none).
 size_t deviceCacheLimit() {
-  static const size_t limit = [] {
-    const char *env = std::getenv("RECUR_CUDA_ALLOC_CACHE_MB");
-    if (!env || !*env)
-      return size_t(4096) << 20;
-    char *end = nullptr;
-    unsigned long long mb = std::strtoull(env, &end, 10);
-    return *end ? size_t(4096) << 20 : size_t(mb) << 20;
-  }();
+  static const size_t limit =
+      megabytesFromEnv("RECUR_CUDA_ALLOC_CACHE_MB", 4096);
   return limit;
 }
 

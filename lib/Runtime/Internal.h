@@ -96,6 +96,11 @@ void trackedFree(void *ptr);
 /// Whether `ptr` is a live buffer of trackedAlloc.
 bool isTracked(const void *ptr);
 
+/// The megabytes the environment variable `name` gives, in bytes:
+/// `defaultMb` when it is unset, empty or not a whole number (the limits of
+/// the host and device buffer caches).
+size_t megabytesFromEnv(const char *name, size_t defaultMb);
+
 /// Tracked buffers that are freed when the list goes out of scope, unless
 /// released first.
 class BufferList {

@@ -71,14 +71,7 @@ size_t cacheLimit() {
 #if defined(__SANITIZE_ADDRESS__)
   return 0;
 #endif
-  static const size_t limit = [] {
-    const char *env = std::getenv("RECUR_ALLOC_CACHE_MB");
-    if (!env || !*env)
-      return size_t(1024) << 20;
-    char *end = nullptr;
-    unsigned long long mb = std::strtoull(env, &end, 10);
-    return *end ? size_t(1024) << 20 : size_t(mb) << 20;
-  }();
+  static const size_t limit = megabytesFromEnv("RECUR_ALLOC_CACHE_MB", 1024);
   return limit;
 }
 
@@ -190,6 +183,15 @@ bool keepCached(void *ptr, size_t capacity, size_t alignment) {
 const int defaultThreads = omp_get_max_threads();
 
 } // namespace
+
+size_t recur::rt::megabytesFromEnv(const char *name, size_t defaultMb) {
+  const char *env = std::getenv(name);
+  if (!env || !*env)
+    return defaultMb << 20;
+  char *end = nullptr;
+  unsigned long long mb = std::strtoull(env, &end, 10);
+  return *end ? defaultMb << 20 : size_t(mb) << 20;
+}
 
 void *recur::rt::trackedAlloc(size_t alignment, size_t bytes) {
   size_t align = effectiveAlignment(alignment);

@@ -4,8 +4,9 @@
 //
 // recur-gpu-offload: the host keeps allocation, index arithmetic and the
 // loops around parallel work; parallel loops become launches of blocks of
-// block-threads threads over their flattened iterations, and the remaining code
-// that touches memory runs in single-thread launches (see Passes.td).
+// `block-threads` threads over their flattened iterations, and the
+// remaining code that touches memory runs in single-thread launches (see
+// Passes.td).
 //
 //===----------------------------------------------------------------------===//
 

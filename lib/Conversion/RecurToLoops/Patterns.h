@@ -24,7 +24,7 @@ namespace recur::loops {
 /// thread, or with `scanChunk` > 0 runs in chunks of that many steps (with
 /// an output of at least `streamStoreBytes` > 0, in groups, its rows in
 /// vectors and its time loop tagged kStreamStoresAttrName; one channel at
-/// a time, `scanUnrollBytes` steps an iteration, loads first), and a
+/// a time, `scanUnrollBytes` of each input an iteration, loads first), and a
 /// recurrent gla runs a thread per output column when `glaColumnThreads`
 /// is set.
 void populateScanPatterns(RewritePatternSet &patterns, int64_t scanGroup,

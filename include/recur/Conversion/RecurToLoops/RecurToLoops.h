@@ -60,7 +60,7 @@ void stripFrontEndAttributes(ModuleOp module);
 void populateRecurToLoopsPatterns(
     RewritePatternSet &patterns, int64_t scanGroup = kDefaultScanGroup,
     int64_t scanChunk = 0, int64_t streamStoreBytes = 0,
-    int64_t scanUnrollBytes = 1, bool glaColumnThreads = false,
+    int64_t scanUnrollBytes = 0, bool glaColumnThreads = false,
     bool windowTiles = false, bool attentionProducts = false);
 
 /// The unit attribute that tags a loop over time whose stores into buffers
