@@ -208,6 +208,7 @@ mlir::recur::lowerToCuda(ModuleOp module, llvm::LLVMContext &context,
   pipeline.optLevel = options.optLevel;
   pipeline.blockThreads = options.blockThreads;
   pipeline.scanUnrollBytes = options.scanUnrollBytes;
+  pipeline.scanSpread = options.scanSpread;
   PassManager pm(module->getContext());
   buildCudaLoweringPipeline(pm, pipeline);
   if (failed(pm.run(module)))

@@ -34,7 +34,8 @@ void ensurePassesRegistered() {
 
 /// The CPU and CUDA pipelines' common start: recur to loops (those of
 /// independent iterations tagged; a linear scan across channels in groups
-/// of `scanGroup` a thread, or in chunks of `scanChunk` steps, an output of
+/// of `scanGroup` a thread, or in chunks of `scanChunk` steps, one with few
+/// channels spread over about `scanSpread` threads in chunks, an output of
 /// `streamStoreBytes` or more in vectors for recur-stream-stores; a recurrent
 /// gla a thread per output column with `glaColumnThreads`; window attention
 /// by tiles of queries in register blocks with `windowTiles`; attention of
@@ -47,13 +48,14 @@ void ensurePassesRegistered() {
 /// tagged loops and linalg's parallel dimensions as scf.parallel, buffers
 /// deallocated.
 std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
-                            int64_t scanUnrollBytes, int64_t streamStoreBytes,
-                            bool glaColumnThreads, bool windowTiles,
-                            bool attentionProducts, bool blockContractions,
-                            bool destinations) {
+                            int64_t scanSpread, int64_t scanUnrollBytes,
+                            int64_t streamStoreBytes, bool glaColumnThreads,
+                            bool windowTiles, bool attentionProducts,
+                            bool blockContractions, bool destinations) {
   return "convert-recur-to-loops{mark-parallel scan-group=" +
          std::to_string(scanGroup) +
          " scan-chunk=" + std::to_string(scanChunk) +
+         " scan-spread=" + std::to_string(scanSpread) +
          " scan-unroll-bytes=" + std::to_string(scanUnrollBytes) +
          " stream-store-bytes=" + std::to_string(streamStoreBytes) +
          " gla-column-threads=" + (glaColumnThreads ? "true" : "false") +
@@ -138,7 +140,7 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
   // function of its own, identical ones shared (recur-outline-parallel: a
   // compile-time measure).
   std::string text =
-      bufferizedLoops(kScanGroupByThreads, /*scanChunk=*/0,
+      bufferizedLoops(kScanGroupByThreads, /*scanChunk=*/0, /*scanSpread=*/0,
                       /*scanUnrollBytes=*/0, options.streamStoreBytes,
                       /*glaColumnThreads=*/false, /*windowTiles=*/true,
                       /*attentionProducts=*/true,
@@ -175,7 +177,10 @@ void mlir::recur::buildCudaLoweringPipeline(
   // A linear scan runs one channel a thread, and a recurrent gla one output
   // column a thread: neighbouring threads on neighbouring channels or
   // columns (coalesced). The chunked scan (scan-chunk) was slower on an
-  // H200 (docs/performance.md), so it is not used. The scan's thread loads
+  // H200 for 16 x 1024 channels (docs/performance.md), so only a scan with
+  // at most scanSpread / 8 channels when it runs goes in chunks, over about
+  // scanSpread threads (scan-spread: one channel a thread left one long
+  // sequence 413 ms for 16M steps on an H100). The scan's thread loads
   // scanUnrollBytes of each input before it updates (without that it waits
   // a memory latency per step: 0.13 of a copy on an H100, 0.83 with 256
   // bytes). The constants a launch uses are sunk into it before outlining,
@@ -183,7 +188,8 @@ void mlir::recur::buildCudaLoweringPipeline(
   // loads then take their offsets as immediates instead of a register
   // each).
   std::string text =
-      bufferizedLoops(/*scanGroup=*/1, /*scanChunk=*/0, options.scanUnrollBytes,
+      bufferizedLoops(/*scanGroup=*/1, /*scanChunk=*/0, options.scanSpread,
+                      options.scanUnrollBytes,
                       /*streamStoreBytes=*/0,
                       /*glaColumnThreads=*/true,
                       /*windowTiles=*/false,

@@ -134,6 +134,15 @@ cl::opt<int64_t> cudaScanUnrollBytes(
              "--target=cuda only)"),
     cl::value_desc("bytes"), cl::init(mlir::recur::kDefaultCudaScanUnrollBytes),
     cl::cat(recurcCategory));
+cl::opt<int64_t> cudaScanSpread(
+    "cuda-scan-spread",
+    cl::desc("A linear scan with at most n / 8 channels and more than 256 "
+             "steps when it runs (one long sequence, say) goes in chunks "
+             "of time over about n GPU threads (its chunks' carries a scan "
+             "of their own) instead of one thread a channel; 0: never, 0 "
+             "to 16777216 (default 65536; --target=cuda only)"),
+    cl::value_desc("n"), cl::init(mlir::recur::kDefaultCudaScanSpread),
+    cl::cat(recurcCategory));
 cl::opt<bool> promoteF64("f64",
                          cl::desc("Compile every float tensor as f64 and "
                                   "every complex one as c128 (the layer in "
@@ -477,12 +486,17 @@ int main(int argc, char **argv) {
     if (cudaScanUnrollBytes < 0 || cudaScanUnrollBytes > 16384)
       return fail("--cuda-scan-unroll-bytes must be 0 to 16384, not " +
                   std::to_string(cudaScanUnrollBytes));
+    if (cudaScanSpread < 0 || cudaScanSpread > (int64_t(1) << 24))
+      return fail("--cuda-scan-spread must be 0 to 16777216, not " +
+                  std::to_string(cudaScanSpread));
     cuda->blockThreads = cudaBlockThreads;
     cuda->scanUnrollBytes = cudaScanUnrollBytes;
+    cuda->scanSpread = cudaScanSpread;
   } else if (cudaBlockThreads.getNumOccurrences() ||
-             cudaScanUnrollBytes.getNumOccurrences()) {
-    return fail("--cuda-block-threads and --cuda-scan-unroll-bytes need "
-                "--target=cuda");
+             cudaScanUnrollBytes.getNumOccurrences() ||
+             cudaScanSpread.getNumOccurrences()) {
+    return fail("--cuda-block-threads, --cuda-scan-unroll-bytes and "
+                "--cuda-scan-spread need --target=cuda");
   }
 
   mlir::DialectRegistry registry;

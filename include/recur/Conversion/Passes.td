@@ -136,6 +136,22 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "of earlier ones and a GPU thread keeps that many bytes of loads "
            "in flight (the CUDA pipeline's: 256); the steps left over one at "
            "a time">,
+    Option<"scanSpread", "scan-spread", "int64_t", /*default=*/"0",
+           "A linear_scan one channel at a time (see scan-unroll-bytes) "
+           "with at most N / 8 channels and more than scan-spread-chunk "
+           "steps when it runs (one long sequence, say) goes in chunks of "
+           "time instead, as scan-chunk's form, of max(scan-spread-chunk, "
+           "ceil(T c / N)) steps for c channels: about N threads in all; "
+           "its chunks' carries are a linear_scan of their own, spread "
+           "again when longer than a chunk, up to two nested scans deep, "
+           "the deepest one channel at a time; each chunk's sweep takes "
+           "scan-unroll-bytes an iteration. More channels, or fewer steps, "
+           "keep one channel at a time, which reads the inputs once (0: "
+           "never spread; the CUDA pipeline's: 65536)">,
+    Option<"scanSpreadChunk", "scan-spread-chunk", "int64_t",
+           /*default=*/"256",
+           "The fewest steps of a chunk of scan-spread's form (at least "
+           "1)">,
     Option<"streamStoreBytes", "stream-store-bytes", "int64_t",
            /*default=*/"0",
            "A linear_scan of f32 or f64 in groups (see scan-group) whose "

@@ -42,6 +42,7 @@ struct CudaTargetOptions {
   /// As CudaPipelineOptions.
   int64_t blockThreads = kDefaultCudaBlockThreads;
   int64_t scanUnrollBytes = kDefaultCudaScanUnrollBytes;
+  int64_t scanSpread = kDefaultCudaScanSpread;
   /// The CUDA toolkit (bin/ptxas, bin/fatbinary, nvvm/libdevice); empty:
   /// findCudaToolkit().
   std::string toolkit;

@@ -43,9 +43,14 @@ void buildCpuLoweringPipeline(OpPassManager &pm,
 
 /// The CUDA pipeline's threads per block (recurc --cuda-block-threads) and
 /// bytes of each input a thread scanning a channel loads ahead (recurc
-/// --cuda-scan-unroll-bytes), measured on an H100 (docs/performance.md).
+/// --cuda-scan-unroll-bytes), measured on an H100 (docs/performance.md),
+/// and the threads a scan of few channels spreads over (recurc
+/// --cuda-scan-spread; not yet measured on a GPU): 65536 is about four
+/// blocks of 128 an SM on an H100's 132, and a scan of up to 8192 channels
+/// is spread.
 constexpr int64_t kDefaultCudaBlockThreads = 128;
 constexpr int64_t kDefaultCudaScanUnrollBytes = 256;
+constexpr int64_t kDefaultCudaScanSpread = 65536;
 
 /// What the CUDA pipeline compiles the device code for.
 struct CudaPipelineOptions {
@@ -62,6 +67,9 @@ struct CudaPipelineOptions {
   /// Bytes of each input per iteration of a linear scan's time loop, loads
   /// first (convert-recur-to-loops' scan-unroll-bytes).
   int64_t scanUnrollBytes = kDefaultCudaScanUnrollBytes;
+  /// Threads a linear scan of few channels spreads over in chunks of time
+  /// (convert-recur-to-loops' scan-spread; 0: none).
+  int64_t scanSpread = kDefaultCudaScanSpread;
 };
 
 /// recur to the LLVM dialect for CUDA: the CPU pipeline's loops up to

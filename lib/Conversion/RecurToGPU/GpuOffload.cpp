@@ -100,6 +100,7 @@ public:
     // (the deallocation pipeline's dealloc_helper).
     if (func.isExternal() || func.isPrivate())
       return;
+    keepHelperListsOnHost(func);
     if (failed(placeBlock(func.getBody().front())) ||
         failed(offloadBlock(func.getBody().front())))
       return signalPassFailure();
@@ -119,6 +120,43 @@ private:
   SmallVector<gpu::LaunchOp> launches;
 
   bool isHostBuffer(Value v) const { return hostBuffers.contains(v); }
+
+  /// The buffers of static shape that `func` allocates and passes to a
+  /// private function (a host helper: the deallocation pipeline's
+  /// dealloc_helper, whose lists of buffers and ownership flags decide
+  /// which buffers a function frees) become host stack buffers, so that
+  /// the helper, and the deallocations it decides, stay on the host: in
+  /// device memory they would put the decision in device code, where a
+  /// deallocation cannot be made. They are allocated once, at the top of
+  /// `func` (each use fills them before the helper reads them), so that a
+  /// host loop does not grow the stack.
+  void keepHelperListsOnHost(func::FuncOp func) {
+    auto module = func->getParentOfType<ModuleOp>();
+    SmallVector<memref::AllocOp> lists;
+    func.walk([&](func::CallOp call) {
+      auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+      if (!callee || !callee.isPrivate() || callee.isExternal())
+        return;
+      for (Value operand : call.getOperands()) {
+        while (auto cast = operand.getDefiningOp<memref::CastOp>())
+          operand = cast.getSource();
+        auto alloc = operand.getDefiningOp<memref::AllocOp>();
+        if (alloc && alloc.getType().hasStaticShape() &&
+            !llvm::is_contained(lists, alloc))
+          lists.push_back(alloc);
+      }
+    });
+    for (memref::AllocOp alloc : lists) {
+      for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+        if (isa<memref::DeallocOp>(user))
+          user->erase();
+      OpBuilder b(&func.getBody().front(), func.getBody().front().begin());
+      auto alloca = memref::AllocaOp::create(b, alloc.getLoc(), alloc.getType(),
+                                             alloc.getAlignmentAttr());
+      alloc.replaceAllUsesWith(alloca.getResult());
+      alloc.erase();
+    }
+  }
 
   /// Whether `op` or an op nested in it reads or writes device memory
   /// (anything but host buffers; allocation and deallocation do not
@@ -368,8 +406,11 @@ private:
   }
 
   /// Makes the body of `launch` valid device code: static allocations
-  /// become private buffers at its top, deallocations go, copies become
-  /// loops.
+  /// become private buffers at its top, their deallocations go, copies
+  /// become loops. A deallocation of a buffer allocated outside the launch
+  /// (one decided by device code: the deallocation pipeline's ownership
+  /// test of a buffer that either branch of a branch may return) is an
+  /// error, not a leak.
   LogicalResult finishLaunch(gpu::LaunchOp launch) {
     Block &body = launch.getBody().front();
     // Constant buffers (memref.get_global) are read where the kernel runs:
@@ -398,8 +439,13 @@ private:
       else if (isa<memref::CopyOp>(op))
         copies.push_back(op);
     });
-    for (Operation *op : deallocs)
+    for (Operation *op : deallocs) {
+      Value buffer = cast<memref::DeallocOp>(op).getMemref();
+      if (!launch->isAncestor(buffer.getParentRegion()->getParentOp()))
+        return op->emitError("cannot run on the GPU yet: device code decides "
+                             "whether to free a buffer of the host's");
       op->erase();
+    }
     for (Operation *op : copies) {
       auto copy = cast<memref::CopyOp>(op);
       OpBuilder b(copy);

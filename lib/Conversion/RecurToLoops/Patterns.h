@@ -24,12 +24,15 @@ namespace recur::loops {
 /// thread, or with `scanChunk` > 0 runs in chunks of that many steps (with
 /// an output of at least `streamStoreBytes` > 0, in groups, its rows in
 /// vectors and its time loop tagged kStreamStoresAttrName; one channel at
-/// a time, `scanUnrollBytes` of each input an iteration, loads first), and a
+/// a time, `scanUnrollBytes` of each input an iteration, loads first, and
+/// with `scanSpread` > 0 and few channels, in chunks of at least
+/// `scanSpreadChunk` steps over about `scanSpread` threads), and a
 /// recurrent gla runs a thread per output column when `glaColumnThreads`
 /// is set.
 void populateScanPatterns(RewritePatternSet &patterns, int64_t scanGroup,
                           int64_t scanChunk, int64_t streamStoreBytes,
-                          int64_t scanUnrollBytes, bool glaColumnThreads);
+                          int64_t scanUnrollBytes, bool glaColumnThreads,
+                          int64_t scanSpread, int64_t scanSpreadChunk);
 
 /// gate (Gates.cpp).
 void populateGatePatterns(RewritePatternSet &patterns);

@@ -52,7 +52,8 @@ struct ConvertRecurToLoopsPass
     RewritePatternSet patterns(&getContext());
     populateRecurToLoopsPatterns(
         patterns, scanGroup, scanChunk, streamStoreBytes, scanUnrollBytes,
-        glaColumnThreads, windowTiles, attentionProducts);
+        glaColumnThreads, windowTiles, attentionProducts, scanSpread,
+        scanSpreadChunk);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
@@ -69,9 +70,11 @@ struct ConvertRecurToLoopsPass
 void mlir::recur::populateRecurToLoopsPatterns(
     RewritePatternSet &patterns, int64_t scanGroup, int64_t scanChunk,
     int64_t streamStoreBytes, int64_t scanUnrollBytes, bool glaColumnThreads,
-    bool windowTiles, bool attentionProducts) {
+    bool windowTiles, bool attentionProducts, int64_t scanSpread,
+    int64_t scanSpreadChunk) {
   loops::populateScanPatterns(patterns, scanGroup, scanChunk, streamStoreBytes,
-                              scanUnrollBytes, glaColumnThreads);
+                              scanUnrollBytes, glaColumnThreads, scanSpread,
+                              scanSpreadChunk);
   loops::populateGatePatterns(patterns);
   loops::populateAttentionPatterns(patterns, windowTiles, attentionProducts);
   loops::populateBlockPatterns(patterns);

@@ -94,6 +94,16 @@ constexpr int64_t kMinChunkIterations = 4096;
 /// every cache line it touches), against the groups (2026-11-27).
 constexpr int64_t kMaxScalarChannels = 2;
 
+/// The spread form (scan-spread): a scan one channel a thread goes in
+/// chunks of time when that gives its channels at least kSpreadFactor
+/// times as many threads; its chunks' carries are a linear_scan of their
+/// own, spread again up to kMaxSpreadLevels nested scans deep, the deepest
+/// one a channel a thread. A nested scan carries its depth in
+/// kSpreadLevelAttrName.
+constexpr int64_t kSpreadFactor = 8;
+constexpr int64_t kMaxSpreadLevels = 2;
+constexpr StringLiteral kSpreadLevelAttrName = "recur.spread_level";
+
 /// The thread count a kernel's parallel loops run with
 /// (`omp_get_max_threads`), declared in the module on first use; it
 /// allocates nothing (see recur-workspace-bound).
@@ -131,14 +141,21 @@ Value atLeastBytes(OpBuilder &b, Location loc, ArrayRef<Value> sizes, Type elem,
 
 struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
   LinearScanToLoops(MLIRContext *context, int64_t scanGroup, int64_t scanChunk,
-                    int64_t streamStoreBytes, int64_t scanUnrollBytes)
+                    int64_t streamStoreBytes, int64_t scanUnrollBytes,
+                    int64_t scanSpread, int64_t scanSpreadChunk)
       : OpRewritePattern(context),
         scanGroup(scanGroup == kScanGroupByThreads
                       ? kScanGroupByThreads
                       : std::clamp<int64_t>(scanGroup, 1, kMaxScanGroup)),
         scanChunk(std::max<int64_t>(scanChunk, 0)),
         streamStoreBytes(std::max<int64_t>(streamStoreBytes, 0)),
-        scanUnrollBytes(std::max<int64_t>(scanUnrollBytes, 0)) {}
+        scanUnrollBytes(std::max<int64_t>(scanUnrollBytes, 0)),
+        scanSpread(std::max<int64_t>(scanSpread, 0)),
+        scanSpreadChunk(std::max<int64_t>(scanSpreadChunk, 1)) {
+    // The spread form's carries are a linear_scan of their own, lowered by
+    // this pattern again (at most kMaxSpreadLevels deep).
+    setHasBoundedRewriteRecursion();
+  }
   int64_t scanGroup;
   /// Steps per chunk of the chunked form (0: none).
   int64_t scanChunk;
@@ -148,6 +165,27 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
   /// Bytes of each input a scan one channel at a time loads per iteration
   /// of its time loop, all before its updates (0: a step an iteration).
   int64_t scanUnrollBytes;
+  /// A scan one channel a thread with at most scanSpread / kSpreadFactor
+  /// channels when it runs goes in chunks of time over about scanSpread
+  /// threads (0: never; see buildSpread).
+  int64_t scanSpread;
+  /// The fewest steps of a chunk of the spread form.
+  int64_t scanSpreadChunk;
+
+  /// The steps an iteration of a scan one channel at a time takes: those of
+  /// scanUnrollBytes of each input (at least 1, at most kMaxScanUnroll).
+  int64_t unrollSteps(Type elem) const {
+    std::optional<int64_t> bytes = elementBytes(elem);
+    return bytes ? std::clamp<int64_t>(scanUnrollBytes / *bytes, 1,
+                                       kMaxScanUnroll)
+                 : 1;
+  }
+
+  /// The nesting depth of `op` in the spread form (0: not nested).
+  static int64_t spreadLevel(LinearScanOp op) {
+    auto level = op->getAttrOfType<IntegerAttr>(kSpreadLevelAttrName);
+    return level ? level.getInt() : 0;
+  }
 
   /// Whether `op`, scanned in groups, gets the streaming form when its
   /// output is at least streamStoreBytes: each row in vectors, the time
@@ -217,7 +255,9 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
     // buildChunked).
     if (scanChunk > 0) {
       rewriter.replaceOp(op, buildChunked(rewriter, loc, op, sizes, lastSizes,
-                                          hInit, lastInit, aAt, carryInit));
+                                          hInit, lastInit, aAt, carryInit,
+                                          indexConst(rewriter, loc, scanChunk),
+                                          /*nestedLevel=*/0));
       return success();
     }
 
@@ -230,48 +270,16 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
     }
 
     // Along the last dimension, or in groups of one: one channel at a time,
-    // its carry a scalar.
+    // its carry a scalar; with few channels and scan-spread, in chunks of
+    // time instead (see buildSpread).
     if (axis == rank - 1 || scanGroup == 1 || fewScalarChannels(op)) {
-      std::optional<int64_t> bytes = elementBytes(elem);
-      int64_t unroll = bytes ? std::clamp<int64_t>(scanUnrollBytes / *bytes, 1,
-                                                   kMaxScanUnroll)
-                             : 1;
-      SmallVector<Value> results = buildNestExcept(
-          rewriter, loc, sizes, axis, {hInit, lastInit},
-          [&](OpBuilder &b, Location l, ValueRange outer, ValueRange args) {
-            // scanUnrollBytes of each input an iteration: every step's
-            // loads, then the updates in order, so the loads of later steps
-            // do not wait for the stores of earlier ones.
-            auto steps = [&](OpBuilder &tb, Location tl, ArrayRef<Value> ts,
-                             ValueRange iter) {
-              SmallVector<SmallVector<Value>> idx;
-              SmallVector<Value> as, bs;
-              for (Value t : ts) {
-                Value pos = stepPosition(tb, tl, t, length, op.getReverse());
-                idx.push_back(withTimeIndex(outer, axis, pos));
-                // One statement each: argument order is unspecified.
-                as.push_back(aAt(tb, tl, idx.back()));
-                bs.push_back(extractAt(tb, tl, op.getB(), idx.back()));
-              }
-              Value h = iter[1], out = iter[0];
-              for (auto [i, at] : llvm::enumerate(as)) {
-                h = add(tb, tl, mul(tb, tl, at, h), bs[i]);
-                out = insertAt(tb, tl, h, out, idx[i]);
-              }
-              return SmallVector<Value>{out, h};
-            };
-            SmallVector<Value> init{args[0], carryInit(b, l, outer)};
-            SmallVector<Value> time =
-                unroll > 1 ? buildBlockedLoop(b, l, length, unroll, init, steps)
-                           : buildLoop(b, l, indexConst(b, l, 0), length, init,
-                                       [&](OpBuilder &tb, Location tl,
-                                           ValueRange t, ValueRange iter) {
-                                         return steps(tb, tl, {t[0]}, iter);
-                                       });
-            Value last = insertAt(b, l, time[1], args[1], outer);
-            return SmallVector<Value>{time[0], last};
-          });
-      rewriter.replaceOp(op, results);
+      int64_t level = spreadLevel(op);
+      rewriter.replaceOp(
+          op, scanSpread > 0 && level < kMaxSpreadLevels
+                  ? buildSpread(rewriter, loc, op, level, sizes, lastSizes,
+                                hInit, lastInit, aAt, carryInit)
+                  : buildByChannel(rewriter, loc, op, sizes, hInit, lastInit,
+                                   aAt, carryInit));
       return success();
     }
 
@@ -394,6 +402,147 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
         });
     rewriter.replaceOp(op, results);
     return success();
+  }
+
+  /// Steps [first, end) of the scan order of channel `outer` (all indices
+  /// but the axis; a reverse scan's positions count from the end of
+  /// `length`) from the state `h0`, unrollSteps steps an iteration: every
+  /// step's loads, then the updates in order, so the loads of later steps
+  /// do not wait for the stores of earlier ones (a GPU thread keeps
+  /// scanUnrollBytes of each input in flight). Returns, with `hs`, `hs`
+  /// with each state written into it, or without, the product of the
+  /// decays, and the final state.
+  template <typename AAt>
+  SmallVector<Value> sweepSteps(OpBuilder &b, Location l, LinearScanOp op,
+                                AAt &aAt, ValueRange outer, Value length,
+                                Value first, Value end, Value h0,
+                                Value hs) const {
+    Type elem = cast<RankedTensorType>(op.getH().getType()).getElementType();
+    int64_t axis = op.getAxisAttr().getInt();
+    Value other = hs;
+    if (!hs) {
+      auto complexType = dyn_cast<ComplexType>(elem);
+      other = complexType
+                  ? Value(complex::CreateOp::create(
+                        b, l, elem,
+                        floatConst(b, l, complexType.getElementType(), 1.0),
+                        zeroOf(b, l, complexType.getElementType())))
+                  : floatConst(b, l, elem, 1.0);
+    }
+    // From step 0 the loop's index is the step.
+    bool fromZero = getConstantIntValue(first) == 0;
+    auto steps = [&](OpBuilder &tb, Location tl, ArrayRef<Value> ms,
+                     ValueRange iter) {
+      SmallVector<SmallVector<Value>> idx;
+      SmallVector<Value> as, bs;
+      for (Value m : ms) {
+        Value t = fromZero ? m : arith::AddIOp::create(tb, tl, first, m);
+        Value pos = stepPosition(tb, tl, t, length, op.getReverse());
+        idx.push_back(withTimeIndex(outer, axis, pos));
+        // One statement each: argument order is unspecified.
+        as.push_back(aAt(tb, tl, idx.back()));
+        bs.push_back(extractAt(tb, tl, op.getB(), idx.back()));
+      }
+      Value acc = iter[0], h = iter[1];
+      for (auto [i, at] : llvm::enumerate(as)) {
+        h = add(tb, tl, mul(tb, tl, at, h), bs[i]);
+        acc = hs ? insertAt(tb, tl, h, acc, idx[i]) : mul(tb, tl, at, acc);
+      }
+      return SmallVector<Value>{acc, h};
+    };
+    SmallVector<Value> iters{other, h0};
+    Value n = fromZero ? end : arith::SubIOp::create(b, l, end, first);
+    int64_t unroll = unrollSteps(elem);
+    if (unroll > 1)
+      return buildBlockedLoop(b, l, n, unroll, iters, steps);
+    return buildLoop(
+        b, l, indexConst(b, l, 0), n, iters,
+        [&](OpBuilder &tb, Location tl, ValueRange m, ValueRange iter) {
+          return steps(tb, tl, {m[0]}, iter);
+        });
+  }
+
+  /// One channel at a time (each index of the dimensions but the axis, a
+  /// nest of independent iterations), its carry a scalar, unrollSteps steps
+  /// an iteration with their loads first.
+  template <typename AAt, typename CarryInit>
+  SmallVector<Value> buildByChannel(OpBuilder &rewriter, Location loc,
+                                    LinearScanOp op, ArrayRef<Value> sizes,
+                                    Value hInit, Value lastInit, AAt &aAt,
+                                    CarryInit &carryInit) const {
+    int64_t axis = op.getAxisAttr().getInt();
+    Value length = sizes[axis];
+    SmallVector<Value> results = buildNestExcept(
+        rewriter, loc, sizes, axis, {hInit, lastInit},
+        [&](OpBuilder &b, Location l, ValueRange outer, ValueRange args) {
+          SmallVector<Value> time =
+              sweepSteps(b, l, op, aAt, outer, length, indexConst(b, l, 0),
+                         length, carryInit(b, l, outer), args[0]);
+          Value last = insertAt(b, l, time[1], args[1], outer);
+          return SmallVector<Value>{time[0], last};
+        });
+    return results;
+  }
+
+  /// The spread form, for a GPU, where one channel a thread leaves few
+  /// threads (one long sequence, say): when the scan has c <= scanSpread /
+  /// kSpreadFactor channels and T > scanSpreadChunk steps at run time, the
+  /// chunked form (buildChunked) with chunks of max(scanSpreadChunk,
+  /// ceil(T c / scanSpread)) steps, about scanSpread threads in all, its
+  /// chunks' carries a linear_scan of their own (spread again when longer
+  /// than a chunk, up to kMaxSpreadLevels deep; it has the same channels);
+  /// otherwise one channel a thread. The inputs are read twice, so a scan
+  /// with many channels keeps the one-pass form, and one of a chunk or
+  /// less (a step of streaming decode, say) is not split into launches
+  /// that would do nothing.
+  template <typename AAt, typename CarryInit>
+  SmallVector<Value>
+  buildSpread(OpBuilder &rewriter, Location loc, LinearScanOp op, int64_t level,
+              ArrayRef<Value> sizes, ArrayRef<Value> lastSizes, Value hInit,
+              Value lastInit, AAt &aAt, CarryInit &carryInit) const {
+    int64_t axis = op.getAxisAttr().getInt();
+    Value channels = indexConst(rewriter, loc, 1);
+    for (Value size : lastSizes)
+      channels = arith::MulIOp::create(rewriter, loc, channels, size);
+    // In chunks of max(scanSpreadChunk, ceil(T c / scanSpread)) steps.
+    auto chunked = [&](OpBuilder &b) {
+      Value steps = arith::MulIOp::create(b, loc, sizes[axis], channels);
+      Value chunk = arith::MaxUIOp::create(
+          b, loc, indexConst(b, loc, scanSpreadChunk),
+          arith::CeilDivUIOp::create(b, loc, steps,
+                                     indexConst(b, loc, scanSpread)));
+      return buildChunked(b, loc, op, sizes, lastSizes, hInit, lastInit, aAt,
+                          carryInit, chunk, /*nestedLevel=*/level + 1);
+    };
+    // Longer than one chunk, and (a scan not nested, whose channels are
+    // its parent's) few channels.
+    Value spread = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::ugt, sizes[axis],
+        indexConst(rewriter, loc, scanSpreadChunk));
+    if (level == 0)
+      spread = arith::AndIOp::create(
+          rewriter, loc, spread,
+          arith::CmpIOp::create(
+              rewriter, loc, arith::CmpIPredicate::ule, channels,
+              indexConst(rewriter, loc,
+                         std::max<int64_t>(1, scanSpread / kSpreadFactor))));
+    auto choice = scf::IfOp::create(
+        rewriter, loc, TypeRange{hInit.getType(), lastInit.getType()}, spread,
+        /*withElseRegion=*/true);
+    {
+      // The rewriter's listener sees the nested linear_scan, so the
+      // conversion lowers it too.
+      OpBuilder tb = OpBuilder::atBlockEnd(&choice.getThenRegion().front(),
+                                           rewriter.getListener());
+      scf::YieldOp::create(tb, loc, chunked(tb));
+    }
+    {
+      OpBuilder eb = OpBuilder::atBlockEnd(&choice.getElseRegion().front());
+      scf::YieldOp::create(
+          eb, loc,
+          buildByChannel(eb, loc, op, sizes, hInit, lastInit, aAt, carryInit));
+    }
+    return SmallVector<Value>(choice.getResults());
   }
 
   /// Whether `op`, on the CPU and not in the few-channels form, has a static
@@ -934,41 +1083,35 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
   }
 
   /// The chunked form, for a GPU: the steps split into K chunks of
-  /// scanChunk (the last shorter), and for every channel (every index but
-  /// the axis)
+  /// `chunk` steps (the last shorter), and for every channel (every index
+  /// but the axis)
   ///  1. each chunk k on its own, from zero: its decay P_k = prod a_t and
   ///     its end state H_k, into `[channels..., K]` tensors;
   ///  2. the chunks in order: carry_k, the state entering chunk k, is the
   ///     init for k = 0 and P_{k-1} carry_{k-1} + H_{k-1} after; the last
-  ///     carry is the final state;
+  ///     carry is the final state. With `nestedLevel` 0 a loop over the
+  ///     chunks per channel; otherwise the linear_scan of (P, H) along the
+  ///     chunks from the init (tagged with that level), which the spread
+  ///     form lowers again: carry_k is its state k - 1;
   ///  3. each chunk again from its carry, writing h.
   /// Steps 1 and 3 are independent over channels and chunks (a GPU thread
-  /// each), step 2 over channels. The result is the recurrence up to
-  /// rounding (h_t regrouped as P carry + H).
+  /// each), step 2 over channels. Each sweep of a chunk takes unrollSteps
+  /// steps an iteration, their loads first. The result is the recurrence
+  /// up to rounding (h_t regrouped as P carry + H).
   template <typename AAt, typename CarryInit>
   SmallVector<Value>
   buildChunked(OpBuilder &rewriter, Location loc, LinearScanOp op,
                ArrayRef<Value> sizes, ArrayRef<Value> lastSizes, Value hInit,
-               Value lastInit, AAt &aAt, CarryInit &carryInit) const {
+               Value lastInit, AAt &aAt, CarryInit &carryInit, Value chunk,
+               int64_t nestedLevel) const {
     int64_t axis = op.getAxisAttr().getInt();
-    bool reverse = op.getReverse();
     Type elem = cast<RankedTensorType>(op.getH().getType()).getElementType();
     Value length = sizes[axis];
-    Value chunk = indexConst(rewriter, loc, scanChunk);
     Value chunks = arith::CeilDivUIOp::create(rewriter, loc, length, chunk);
     SmallVector<Value> partSizes(lastSizes);
     partSizes.push_back(chunks);
     SmallVector<int64_t> partShape(partSizes.size(), ShapedType::kDynamic);
     auto partType = RankedTensorType::get(partShape, elem);
-    Value one =
-        isa<ComplexType>(elem)
-            ? Value(complex::CreateOp::create(
-                  rewriter, loc, elem,
-                  floatConst(rewriter, loc,
-                             cast<ComplexType>(elem).getElementType(), 1.0),
-                  zeroOf(rewriter, loc,
-                         cast<ComplexType>(elem).getElementType())))
-            : floatConst(rewriter, loc, elem, 1.0);
 
     // The steps of chunk k: [k * chunk, min(length, (k + 1) * chunk)).
     auto chunkBounds = [&](OpBuilder &b, Location l, Value k) {
@@ -977,26 +1120,9 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
           b, l, length, arith::AddIOp::create(b, l, first, chunk));
       return std::make_pair(first, end);
     };
-    // Steps [first, end) of channel `outer` from `h0`: the final state and
-    // the product of the decays, writing each state into `hs` when given.
     auto sweep = [&](OpBuilder &b, Location l, ValueRange outer, Value first,
                      Value end, Value h0, Value hs) {
-      SmallVector<Value> iters{h0, one};
-      if (hs)
-        iters.push_back(hs);
-      return buildLoop(
-          b, l, first, end, iters,
-          [&](OpBuilder &tb, Location tl, ValueRange t, ValueRange iter) {
-            Value pos = stepPosition(tb, tl, t[0], length, reverse);
-            SmallVector<Value> idx = withTimeIndex(outer, axis, pos);
-            Value at = aAt(tb, tl, idx);
-            Value bt = extractAt(tb, tl, op.getB(), idx);
-            Value h = add(tb, tl, mul(tb, tl, at, iter[0]), bt);
-            SmallVector<Value> next{h, mul(tb, tl, at, iter[1])};
-            if (hs)
-              next.push_back(insertAt(tb, tl, h, iter[2], idx));
-            return next;
-          });
+      return sweepSteps(b, l, op, aAt, outer, length, first, end, h0, hs);
     };
 
     // 1. Each chunk from zero.
@@ -1009,11 +1135,51 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
           auto [first, end] = chunkBounds(b, l, ivs.back());
           SmallVector<Value> r =
               sweep(b, l, outer, first, end, zeroOf(b, l, elem), Value());
-          return SmallVector<Value>{insertAt(b, l, r[1], args[0], ivs),
-                                    insertAt(b, l, r[0], args[1], ivs)};
+          return SmallVector<Value>{insertAt(b, l, r[0], args[0], ivs),
+                                    insertAt(b, l, r[1], args[1], ivs)};
         });
 
-    // 2. The carries, chunk by chunk.
+    // 2. The carries: a linear_scan of their own (spread again), or chunk
+    // by chunk.
+    if (nestedLevel > 0) {
+      auto carries = LinearScanOp::create(
+          rewriter, loc, parts[0], parts[1], op.getInit(),
+          /*axis=*/static_cast<uint64_t>(partSizes.size() - 1),
+          /*reverse=*/false);
+      carries->setAttr(kSpreadLevelAttrName,
+                       rewriter.getI64IntegerAttr(nestedLevel));
+      Value ends = carries.getH();
+      // 3. Each chunk again from its carry.
+      Value h = buildNest(
+          rewriter, loc, partSizes, {hInit},
+          [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+            ValueRange outer = ivs.drop_back();
+            Value k = ivs.back();
+            auto [first, end] = chunkBounds(b, l, k);
+            Value oneIndex = indexConst(b, l, 1);
+            Value before = arith::SubIOp::create(
+                b, l, arith::MaxUIOp::create(b, l, k, oneIndex), oneIndex);
+            Value isFirst = arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::eq, k, indexConst(b, l, 0));
+            Value h0 = arith::SelectOp::create(
+                b, l, isFirst, carryInit(b, l, outer),
+                extractAt(b, l, ends, concatIndices(outer, before)));
+            return SmallVector<Value>{
+                sweep(b, l, outer, first, end, h0, args[0])[0]};
+          })[0];
+      // The final state copied into lastInit, so that the spread form and
+      // one channel a thread return their results in the same buffers (a
+      // buffer that either branch of buildSpread's choice may return would
+      // need a deallocation decided when it runs: on the GPU, by device
+      // code).
+      Value last = buildNest(
+          rewriter, loc, lastSizes, {lastInit},
+          [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+            return SmallVector<Value>{insertAt(
+                b, l, extractAt(b, l, carries.getLast(), ivs), args[0], ivs)};
+          })[0];
+      return {h, last};
+    }
     Value cInit = emptyLike(rewriter, loc, partType, partSizes);
     SmallVector<Value> carried = buildNest(
         rewriter, loc, lastSizes, {cInit, lastInit},
@@ -1040,7 +1206,7 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
           auto [first, end] = chunkBounds(b, l, ivs.back());
           Value h0 = extractAt(b, l, carried[0], ivs);
           return SmallVector<Value>{
-              sweep(b, l, ivs.drop_back(), first, end, h0, args[0])[2]};
+              sweep(b, l, ivs.drop_back(), first, end, h0, args[0])[0]};
         })[0];
     return {h, carried[1]};
   }
@@ -2105,9 +2271,11 @@ struct GatedLinearAttentionGradToLoops
 
 void mlir::recur::loops::populateScanPatterns(
     RewritePatternSet &patterns, int64_t scanGroup, int64_t scanChunk,
-    int64_t streamStoreBytes, int64_t scanUnrollBytes, bool glaColumnThreads) {
+    int64_t streamStoreBytes, int64_t scanUnrollBytes, bool glaColumnThreads,
+    int64_t scanSpread, int64_t scanSpreadChunk) {
   patterns.add<LinearScanToLoops>(patterns.getContext(), scanGroup, scanChunk,
-                                  streamStoreBytes, scanUnrollBytes);
+                                  streamStoreBytes, scanUnrollBytes, scanSpread,
+                                  scanSpreadChunk);
   patterns.add<GatedLinearAttentionToLoops>(patterns.getContext(),
                                             glaColumnThreads);
   patterns.add<ScanToLoops, GatedLinearAttentionGradToLoops>(

@@ -234,3 +234,98 @@ func.func @constant(%y: memref<4xf32>) {
   }
   return
 }
+
+// -----
+
+// The deallocation pipeline's ownership test (dealloc_helper, a private
+// host helper) of a buffer that either branch may return: its lists of
+// buffers and flags become host stack buffers at the top of the function,
+// so the helper and the deallocations it decides run on the host (in device
+// memory the decision would be device code's, and its deallocations lost).
+// The device work stays in its launch.
+
+// CHECK-LABEL: func.func @ownership
+// CHECK-DAG: %[[PTRS:.*]] = memref.alloca() : memref<2xindex>
+// CHECK-DAG: memref.alloca() : memref<2xi1>
+// CHECK-DAG: memref.alloca() : memref<2xi1>
+// CHECK: scf.for
+// CHECK:   gpu.launch
+// CHECK:     memref.store
+// CHECK:     gpu.terminator
+// CHECK:   memref.store %{{.*}}, %[[PTRS]]
+// CHECK:   call @dealloc_helper
+// CHECK:   %[[F:.*]] = memref.load %{{.*}}[%{{.*}}] : memref<2xi1>
+// CHECK:   scf.if %[[F]] {
+// CHECK:     memref.dealloc %{{.*}} : memref<?xf32>
+// CHECK-NOT: gpu.launch
+// CHECK-NOT: memref.dealloc %[[PTRS]]
+// CHECK: return
+func.func private @dealloc_helper(%ptrs: memref<?xindex>, %owned: memref<?xi1>,
+                                  %free: memref<?xi1>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %ptrs, %c0 : memref<?xindex>
+  scf.for %i = %c0 to %n step %c1 {
+    %o = memref.load %owned[%i] : memref<?xi1>
+    memref.store %o, %free[%i] : memref<?xi1>
+  }
+  return
+}
+func.func @ownership(%n: index, %which: i1, %times: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %true = arith.constant true
+  %zero = arith.constant 0.0 : f32
+  scf.for %t = %c0 to %times step %c1 {
+    %a = memref.alloc(%n) : memref<?xf32>
+    %b = memref.alloc(%n) : memref<?xf32>
+    scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+      memref.store %zero, %a[%i] : memref<?xf32>
+      scf.reduce
+    }
+    %pa = memref.extract_aligned_pointer_as_index %a : memref<?xf32> -> index
+    %pb = memref.extract_aligned_pointer_as_index %b : memref<?xf32> -> index
+    %ptrs = memref.alloc() : memref<2xindex>
+    %owned = memref.alloc() : memref<2xi1>
+    %free = memref.alloc() : memref<2xi1>
+    memref.store %pa, %ptrs[%c0] : memref<2xindex>
+    memref.store %pb, %ptrs[%c1] : memref<2xindex>
+    memref.store %true, %owned[%c0] : memref<2xi1>
+    memref.store %which, %owned[%c1] : memref<2xi1>
+    %ptrsd = memref.cast %ptrs : memref<2xindex> to memref<?xindex>
+    %ownedd = memref.cast %owned : memref<2xi1> to memref<?xi1>
+    %freed = memref.cast %free : memref<2xi1> to memref<?xi1>
+    func.call @dealloc_helper(%ptrsd, %ownedd, %freed)
+        : (memref<?xindex>, memref<?xi1>, memref<?xi1>) -> ()
+    %f0 = memref.load %free[%c0] : memref<2xi1>
+    scf.if %f0 {
+      memref.dealloc %a : memref<?xf32>
+    }
+    %f1 = memref.load %free[%c1] : memref<2xi1>
+    scf.if %f1 {
+      memref.dealloc %b : memref<?xf32>
+    }
+    memref.dealloc %ptrs : memref<2xindex>
+    memref.dealloc %owned : memref<2xi1>
+    memref.dealloc %free : memref<2xi1>
+  }
+  return
+}
+
+// -----
+
+// A free that device code would decide (a branch on a value read from
+// device memory) cannot be made there: an error, not a leak.
+
+func.func @device_decides(%x: memref<?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %a = memref.alloc(%n) : memref<?xf32>
+  %v = memref.load %x[%c0] : memref<?xf32>
+  %positive = arith.cmpf ogt, %v, %zero : f32
+  scf.if %positive {
+    // expected-error @+1 {{cannot run on the GPU yet: device code decides whether to free a buffer of the host's}}
+    memref.dealloc %a : memref<?xf32>
+  }
+  return
+}

@@ -28,6 +28,17 @@
 // RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
 // RUN: | FileCheck %s
 
+// Spread (scan-spread, the CUDA pipeline's for few channels): each scan
+// here has one channel; those longer than a chunk go in chunks of 2 steps
+// (their carries a scan of their own, in chunks of 2 again when longer
+// than 2), and of 3 steps with 2 an iteration:
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-spread=8 scan-spread-chunk=2" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-spread=8 scan-spread-chunk=3 scan-unroll-bytes=32" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+
 // Complex recurrences (GateLoop's transitions) in f64 through the reference
 // lowering, checked against values worked out by hand.
 

@@ -27,6 +27,22 @@
 // RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
 // RUN: | FileCheck %s
 
+// Spread (scan-spread, the CUDA pipeline's for few channels): a scan of at
+// most 16 / 8 = 2 channels and more than 2 steps in chunks of max(2,
+// ceil(T c / 16)) steps, their carries a scan of their own, spread again
+// when longer than 2 (the 2 x 4099 scan: 8 chunks of 513, their carries 4
+// chunks of 2, those one at a time); the 4-channel matrix state and the
+// scan of one step one channel at a time. With 64 threads every scan here
+// but the one of one step is spread, with 2 steps an iteration, loads
+// first (chunks of 129 for the 2 x 4099 scan, and a chunk of one step at
+// the end of 5: a step left over):
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-spread=16 scan-spread-chunk=2" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-spread=64 scan-spread-chunk=2 scan-unroll-bytes=8" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+
 // Executes recur.linear_scan through the scalar reference lowering and checks
 // the states against values worked out by hand (in the comments). Inputs are
 // dyadic so every value is exact in f32.

@@ -39,6 +39,11 @@ constexpr int64_t kDefaultScanGroup = 128;
 /// scan-group=0: the group chosen when the kernel runs, from the thread
 /// count (the CPU pipeline's).
 constexpr int64_t kScanGroupByThreads = 0;
+/// The fewest steps of a chunk of the spread form
+/// (`convert-recur-to-loops{scan-spread-chunk=N}`): 64 steps of f32 for each
+/// of a GPU thread's 64-step loads ahead (scan-unroll-bytes=256) to repeat
+/// four times.
+constexpr int64_t kDefaultScanSpreadChunk = 256;
 
 /// A unit attribute on an external function: calling it allocates no memory
 /// (recur-workspace-bound takes it at its word).
@@ -54,14 +59,16 @@ void stripFrontEndAttributes(ModuleOp module);
 
 /// Adds the patterns that lower recur ops to scalar scf loops; `scanGroup`,
 /// `scanChunk`, `streamStoreBytes`, `scanUnrollBytes`, `glaColumnThreads`,
-/// `windowTiles` and `attentionProducts` as the pass options scan-group,
-/// scan-chunk, stream-store-bytes, scan-unroll-bytes, gla-column-threads,
-/// window-tiles and attention-products.
+/// `windowTiles`, `attentionProducts`, `scanSpread` and `scanSpreadChunk`
+/// as the pass options scan-group, scan-chunk, stream-store-bytes,
+/// scan-unroll-bytes, gla-column-threads, window-tiles, attention-products,
+/// scan-spread and scan-spread-chunk.
 void populateRecurToLoopsPatterns(
     RewritePatternSet &patterns, int64_t scanGroup = kDefaultScanGroup,
     int64_t scanChunk = 0, int64_t streamStoreBytes = 0,
     int64_t scanUnrollBytes = 0, bool glaColumnThreads = false,
-    bool windowTiles = false, bool attentionProducts = false);
+    bool windowTiles = false, bool attentionProducts = false,
+    int64_t scanSpread = 0, int64_t scanSpreadChunk = kDefaultScanSpreadChunk);
 
 /// The unit attribute that tags a loop over time whose stores into buffers
 /// indexed by its induction variable write each element once (a scan's
