@@ -78,7 +78,7 @@ if [[ $cmd == prepare ]]; then
     link "$dir" "$layer"
     echo "gpu-suite: prepared $name ($layer)"
   done <"$root/test/Integration/CUDA/gpu-cases.txt"
-  for layer in ScanF32 ScanC64 Gla GlaChunked Window; do
+  for layer in ScanF32 ScanF32One ScanC64 Gla GlaChunked Window; do
     [[ ${BENCH:-1} == 0 ]] && break
     dir=$out/bench/$layer
     mkdir -p "$dir"
@@ -107,14 +107,20 @@ if [[ $cmd == run ]]; then
     fi
   done
   echo "gpu-suite: $passed passed, ${#failed[@]} failed${failed:+: ${failed[*]}}"
-  # Benchmarks: sizes as in docs/performance.md.
+  # Benchmarks: sizes as in docs/performance.md; a scan along the last
+  # dimension (few long sequences: the spread form) at three shapes of the
+  # same bytes.
   if [[ ${BENCH:-1} != 0 ]]; then
     declare -A sizes=([ScanF32]=B=16,T=8192 [ScanC64]=B=16,T=8192
+      [ScanF32One]="B=1,T=16777216 B=16,T=1048576 B=1024,T=16384"
       [Gla]=B=4,T=4096 [GlaChunked]=B=4,T=4096 [Window]=B=4,T=4096)
-    for layer in ${BENCH_LAYERS:-ScanF32 ScanC64 Gla GlaChunked Window}; do
-      echo "== bench $layer"
-      timeout 300 "$out/bench/$layer/run" --bench "${sizes[$layer]}" \
-        --repeat "${BENCH_REPEAT:-10}" || echo "gpu-suite: bench $layer failed"
+    for layer in ${BENCH_LAYERS:-ScanF32 ScanF32One ScanC64 Gla GlaChunked Window}; do
+      for shape in ${sizes[$layer]}; do
+        echo "== bench $layer $shape"
+        timeout 300 "$out/bench/$layer/run" --bench "$shape" \
+          --repeat "${BENCH_REPEAT:-10}" ||
+          echo "gpu-suite: bench $layer $shape failed"
+      done
     done
   fi
   [[ ${#failed[@]} -eq 0 ]]
