@@ -365,25 +365,21 @@ private:
 /// a power of two from 8 to 64, whose states (dk x dv each) hold at most
 /// 512 KiB, a core's L2 cache on this project's machine (the sweep stacks
 /// a chunk's states and reads them back in reverse); 64 when dk or dv is
-/// not static. With dk = dv = 64 in f32
-/// (chunks of 32), gla_bwd took 216 and 218 ms against 224 and 236 ms with
-/// chunks of 64 (2026-11-27, docs/performance.md); the results are the
-/// same to the bit.
+/// not static. With dk = dv = 64 in f32 (chunks of 32), gla_bwd took 216
+/// and 218 ms against 224 and 236 ms with chunks of 64 (2026-11-27,
+/// docs/performance.md); the results are the same to the bit.
 static int64_t defaultGradChunk(GatedLinearAttentionOp op) {
   constexpr int64_t kStackBytes = int64_t(512) << 10;
   auto stateType = cast<RankedTensorType>(op.getState().getType());
   int64_t rank = stateType.getRank();
   int64_t dk = stateType.getDimSize(rank - 2),
           dv = stateType.getDimSize(rank - 1);
-  Type elem = stateType.getElementType();
-  int64_t bytes = isa<ComplexType>(elem) ? 2 *
-                                               cast<ComplexType>(elem)
-                                                   .getElementType()
-                                                   .getIntOrFloatBitWidth() /
-                                               8
-                                         : elem.getIntOrFloatBitWidth() / 8;
   if (ShapedType::isDynamic(dk) || ShapedType::isDynamic(dv))
     return 64;
+  Type elem = stateType.getElementType();
+  auto complexType = dyn_cast<ComplexType>(elem);
+  Type scalar = complexType ? complexType.getElementType() : elem;
+  int64_t bytes = (complexType ? 2 : 1) * scalar.getIntOrFloatBitWidth() / 8;
   int64_t chunk = 64;
   while (chunk > 8 && chunk * dk * dv * bytes > kStackBytes)
     chunk /= 2;
@@ -393,9 +389,9 @@ static int64_t defaultGradChunk(GatedLinearAttentionOp op) {
 // By default (AdjointBuilder::keepsAllStates false), the reverse sweep
 // gated_linear_attention_grad, which keeps the state at chunk boundaries
 // (the op's chunk size, or defaultGradChunk without one) and recomputes
-// each chunk. Keeping
-// all states, through the definition over the whole sequence (O(T dk dv)
-// memory): b = k (x) v, S = linear_scan(a, b, init), y = Re(sum_i q_i S_i).
+// each chunk. Keeping all states, through the definition over the whole
+// sequence (O(T dk dv) memory): b = k (x) v, S = linear_scan(a, b, init), y =
+// Re(sum_i q_i S_i).
 LogicalResult GatedLinearAttentionOp::buildAdjoint(OpBuilder &b,
                                                    AdjointBuilder &adjoint) {
   if (!adjoint.getCotangent(getY()) && !adjoint.getCotangent(getState()))
