@@ -39,7 +39,9 @@ void ensurePassesRegistered() {
 /// `streamStoreBytes` or more in vectors for recur-stream-stores; a recurrent
 /// gla a thread per output column with `glaColumnThreads`; window attention
 /// by tiles of queries in register blocks with `windowTiles`; attention of
-/// static sizes as linalg products with `attentionProducts`), elementwise
+/// static sizes as linalg products with `attentionProducts`; a gla backward
+/// of real decays as chunked products where they allow with
+/// `glaGradProducts`), elementwise
 /// glue fused on tensors,
 /// contractions with their contiguous output dimension innermost (and with
 /// `blockContractions`, matrix products in register blocks of vectors),
@@ -51,7 +53,8 @@ std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
                             int64_t scanSpread, int64_t scanUnrollBytes,
                             int64_t streamStoreBytes, bool glaColumnThreads,
                             bool windowTiles, bool attentionProducts,
-                            bool blockContractions, bool destinations) {
+                            bool glaGradProducts, bool blockContractions,
+                            bool destinations) {
   return "convert-recur-to-loops{mark-parallel scan-group=" +
          std::to_string(scanGroup) +
          " scan-chunk=" + std::to_string(scanChunk) +
@@ -61,6 +64,7 @@ std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
          " gla-column-threads=" + (glaColumnThreads ? "true" : "false") +
          " window-tiles=" + (windowTiles ? "true" : "false") +
          " attention-products=" + (attentionProducts ? "true" : "false") +
+         " gla-grad-products=" + (glaGradProducts ? "true" : "false") +
          "},"
          "canonicalize,"
          "recur-fuse-elementwise,"
@@ -144,6 +148,7 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
                       /*scanUnrollBytes=*/0, options.streamStoreBytes,
                       /*glaColumnThreads=*/false, /*windowTiles=*/true,
                       /*attentionProducts=*/true,
+                      /*glaGradProducts=*/true,
                       /*blockContractions=*/true, /*destinations=*/true) +
       "recur-stream-stores,"
       "func.func(recur-promote-accumulators),"
@@ -194,6 +199,7 @@ void mlir::recur::buildCudaLoweringPipeline(
                       /*glaColumnThreads=*/true,
                       /*windowTiles=*/false,
                       /*attentionProducts=*/false,
+                      /*glaGradProducts=*/false,
                       /*blockContractions=*/false,
                       /*destinations=*/false) +
       "func.func(recur-gpu-offload{block-threads=" +

@@ -34,6 +34,7 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/Support/TargetSelect.h"
@@ -357,11 +358,13 @@ ArgBuffer makeArg(Elem elem, const HostTensor &t) {
 
 /// Lowers `source`, a module whose function @f (with llvm.emit_c_interface)
 /// takes and returns ranked tensors (static shapes, or dynamic ones that
-/// `args` fix at run time), through the reference pipeline,
-/// JIT-compiles it, calls @f on `args` and returns its results (nothing,
-/// after a test failure, when any step fails).
+/// `args` fix at run time), through the reference pipeline (after the
+/// textual pipeline `before` when given), JIT-compiles it, calls @f on
+/// `args` and returns its results (nothing, after a test failure, when any
+/// step fails).
 std::vector<HostTensor> runLowered(const std::string &source,
-                                   const std::vector<HostTensor> &args) {
+                                   const std::vector<HostTensor> &args,
+                                   const std::string &before = "") {
   mlir::MLIRContext &context = jitContext();
   std::string diagnostics;
   llvm::raw_string_ostream diagOS(diagnostics);
@@ -409,6 +412,12 @@ std::vector<HostTensor> runLowered(const std::string &source,
   }
 
   mlir::PassManager pm(&context, mlir::ModuleOp::getOperationName());
+  if (!before.empty() &&
+      mlir::failed(mlir::parsePassPipeline(before, pm, diagOS))) {
+    ADD_FAILURE() << "cannot parse the pipeline " << before << ":\n"
+                  << diagnostics;
+    return {};
+  }
   mlir::recur::buildReferenceLoweringPipeline(pm);
   if (mlir::failed(pm.run(*module))) {
     ADD_FAILURE() << "the reference pipeline failed:\n"
@@ -814,6 +823,157 @@ TEST(ReferenceLowering, GatedLinearAttention) {
         expectClose("gated_linear_attention", dt, real(out[0]), ref.y);
         expectClose("gated_linear_attention", dt, real(out[1]), ref.state);
       }
+    }
+}
+
+/// The float64 cotangents of gated_linear_attention with real decays,
+/// straight from the definition (gated_linear_attention_grad's): every
+/// state S_t kept, then G_t from the last step back.
+struct GlaGrads {
+  Tensor<double> dq, dk, dv, da, dinit;
+};
+GlaGrads glaGradReference(const Tensor<double> &q, const Tensor<double> &k,
+                          const Tensor<double> &v, const Tensor<double> &a,
+                          const Tensor<double> &dy, const Tensor<double> &ds,
+                          const std::optional<Tensor<double>> &init) {
+  int64_t steps = q.dim(-2), dk = q.dim(-1), dv = v.dim(-1);
+  int64_t heads = numElements(q.shape) / (steps * dk);
+  GlaGrads g{Tensor<double>(q.shape), Tensor<double>(q.shape),
+             Tensor<double>(v.shape), Tensor<double>(q.shape),
+             Tensor<double>(ds.shape)};
+  for (int64_t h = 0; h < heads; ++h) {
+    auto key = [&](int64_t t, int64_t i) { return (h * steps + t) * dk + i; };
+    auto val = [&](int64_t t, int64_t j) { return (h * steps + t) * dv + j; };
+    auto st = [&](int64_t i, int64_t j) { return (h * dk + i) * dv + j; };
+    // states[t + 1] = S_t, states[0] = S_{-1}.
+    std::vector<std::vector<double>> states(steps + 1,
+                                            std::vector<double>(dk * dv));
+    for (int64_t i = 0; i < dk; ++i)
+      for (int64_t j = 0; j < dv; ++j)
+        states[0][i * dv + j] = init ? init->data[st(i, j)] : 0.0;
+    for (int64_t t = 0; t < steps; ++t)
+      for (int64_t i = 0; i < dk; ++i)
+        for (int64_t j = 0; j < dv; ++j)
+          states[t + 1][i * dv + j] =
+              a.data[key(t, i)] * states[t][i * dv + j] +
+              k.data[key(t, i)] * v.data[val(t, j)];
+    // G = the cotangent flowing into S_t from the later steps.
+    std::vector<double> later(dk * dv);
+    for (int64_t i = 0; i < dk; ++i)
+      for (int64_t j = 0; j < dv; ++j)
+        later[i * dv + j] = ds.data[st(i, j)];
+    for (int64_t t = steps - 1; t >= 0; --t) {
+      std::vector<double> gt(dk * dv);
+      for (int64_t i = 0; i < dk; ++i)
+        for (int64_t j = 0; j < dv; ++j)
+          gt[i * dv + j] =
+              q.data[key(t, i)] * dy.data[val(t, j)] + later[i * dv + j];
+      for (int64_t i = 0; i < dk; ++i) {
+        double dqi = 0, dki = 0, dai = 0;
+        for (int64_t j = 0; j < dv; ++j) {
+          dqi += states[t + 1][i * dv + j] * dy.data[val(t, j)];
+          dki += gt[i * dv + j] * v.data[val(t, j)];
+          dai += gt[i * dv + j] * states[t][i * dv + j];
+        }
+        g.dq.data[key(t, i)] = dqi;
+        g.dk.data[key(t, i)] = dki;
+        g.da.data[key(t, i)] = dai;
+      }
+      for (int64_t j = 0; j < dv; ++j) {
+        double dvj = 0;
+        for (int64_t i = 0; i < dk; ++i)
+          dvj += gt[i * dv + j] * k.data[key(t, i)];
+        g.dv.data[val(t, j)] = dvj;
+      }
+      for (int64_t i = 0; i < dk; ++i)
+        for (int64_t j = 0; j < dv; ++j)
+          later[i * dv + j] = a.data[key(t, i)] * gt[i * dv + j];
+    }
+    for (int64_t i = 0; i < dk; ++i)
+      for (int64_t j = 0; j < dv; ++j)
+        g.dinit.data[st(i, j)] = later[i * dv + j];
+  }
+  return g;
+}
+
+struct GlaGradCase {
+  int64_t steps, chunk;
+  bool withInit;
+  /// Head 1 gets one decay below the product form's least (that head
+  /// takes the reverse sweep, head 0 the products).
+  bool oneSmallDecay;
+};
+
+/// gated_linear_attention_grad in its product form
+/// (convert-recur-to-loops{gla-grad-products}, the products in register
+/// blocks) against the float64 definition: lengths 1, a prime, whole and
+/// partial chunks, decays down to the form's least 2^(-32 / chunk) and up
+/// to exactly 1, and a head outside the form beside one inside.
+TEST(ReferenceLowering, GatedLinearAttentionGradProducts) {
+  const GlaGradCase cases[] = {
+      {1, 16, false, false}, {7, 16, true, false},    {64, 16, true, false},
+      {131, 8, true, false}, {131, 64, false, false}, {40, 16, true, true},
+  };
+  const std::string before =
+      "convert-recur-to-loops{gla-grad-products},canonicalize,cse,"
+      "recur-block-contractions";
+  Rng rng(11);
+  for (Dtype dt : kDtypes)
+    for (const GlaGradCase &c : cases) {
+      SCOPED_TRACE("T=" + std::to_string(c.steps) + " chunk " +
+                   std::to_string(c.chunk) + " " + name(dt) +
+                   (c.oneSmallDecay ? " one small decay" : ""));
+      const int64_t heads = 2, dk = 8, dv = 12;
+      std::vector<int64_t> keys{heads, c.steps, dk}, values{heads, c.steps, dv};
+      std::vector<int64_t> sShape{heads, dk, dv};
+      Tensor<double> q = rng.tensor(dt, keys), k = rng.tensor(dt, keys);
+      Tensor<double> v = rng.tensor(dt, values), dy = rng.tensor(dt, values);
+      Tensor<double> ds = rng.tensor(dt, sShape);
+      // Decays in [least, 1], rounded up to the element type so that none
+      // falls below; every 5th the least itself, every 9th exactly 1.
+      double least = std::exp2(-32.0 / static_cast<double>(c.chunk));
+      double leastUp = roundTo(dt, least);
+      if (leastUp < least)
+        leastUp = dt == Dtype::F32
+                      ? std::nextafter(static_cast<float>(least), 2.0f)
+                      : std::nextafter(least, 2.0);
+      Tensor<double> a(keys);
+      for (size_t n = 0; n < a.data.size(); ++n)
+        a.data[n] = n % 5 == 1   ? leastUp
+                    : n % 9 == 4 ? 1.0
+                                 : roundTo(dt, rng.uniform(leastUp, 1.0));
+      if (c.oneSmallDecay)
+        a.data[(c.steps + c.steps / 2) * dk + 3] = roundTo(dt, least / 4);
+      std::optional<Tensor<double>> s0;
+      if (c.withInit)
+        s0 = rng.tensor(dt, sShape);
+      std::string f = name(dt);
+      std::string src = fill(R"mlir(
+func.func @f(%q: $Q, %k: $Q, %v: $V, %a: $Q, %dy: $V, %ds: $S $INITARG)
+    -> ($Q, $Q, $V, $Q, $S) attributes {llvm.emit_c_interface} {
+  %dq, %dk, %dv, %da, %di = recur.gated_linear_attention_grad
+      %q, %k, %v, %a, %dy, %ds $INIT chunk $CHUNK : $Q, $Q, $V, $Q, $S
+  return %dq, %dk, %dv, %da, %di : $Q, $Q, $V, $Q, $S
+})mlir",
+                             {{"INITARG", s0 ? ", %s0: $S" : ""},
+                              {"INIT", s0 ? "init(%s0 : $S)" : ""},
+                              {"CHUNK", std::to_string(c.chunk)}});
+      src = fill(
+          src,
+          {{"Q", ty(keys, f)}, {"V", ty(values, f)}, {"S", ty(sShape, f)}});
+      std::vector<HostTensor> args = {host(q), host(k),  host(v),
+                                      host(a), host(dy), host(ds)};
+      if (s0)
+        args.push_back(host(*s0));
+      std::vector<HostTensor> out = runLowered(src, args, before);
+      ASSERT_EQ(out.size(), 5u);
+      GlaGrads ref = glaGradReference(q, k, v, a, dy, ds, s0);
+      const char *op = "gated_linear_attention_grad (products)";
+      expectClose(op, dt, real(out[0]), ref.dq);
+      expectClose(op, dt, real(out[1]), ref.dk);
+      expectClose(op, dt, real(out[2]), ref.dv);
+      expectClose(op, dt, real(out[3]), ref.da);
+      expectClose(op, dt, real(out[4]), ref.dinit);
     }
 }
 

@@ -182,7 +182,19 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "them, as its adjoint decomposes it (the CPU's form; results "
            "agree with the row-at-a-time loops to rounding). A masked or "
            "padded attention keeps the row form, which never reads a hidden "
-           "key">
+           "key">,
+    Option<"glaGradProducts", "gla-grad-products", "bool",
+           /*default=*/"false",
+           "Lower a gated_linear_attention_grad with real f32 or f64 decays "
+           "and chunks of at most 64 steps, one leading index at a time, in "
+           "its product form where every decay of that index lies in "
+           "[2^(-32 / chunk), 1] (checked when it runs): per chunk, the "
+           "products of the chunked algorithm as linalg contractions (for "
+           "recur-block-contractions), the states and cotangents carried "
+           "from chunk to chunk, and the decays' cotangents from the "
+           "identity a da = sum (q dq - k dk) (the CPU's form; results "
+           "agree with the reverse sweep to rounding). Other indices take "
+           "the reverse sweep">
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",
@@ -190,6 +202,7 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::func::FuncDialect",
     "::mlir::complex::ComplexDialect",
+    "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect",

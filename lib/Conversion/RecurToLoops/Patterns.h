@@ -28,11 +28,32 @@ namespace recur::loops {
 /// with `scanSpread` > 0 and few channels, in chunks of at least
 /// `scanSpreadChunk` steps over about `scanSpread` threads), and a
 /// recurrent gla runs a thread per output column when `glaColumnThreads`
-/// is set.
+/// is set; gated_linear_attention_grad takes its product form where it
+/// applies when `glaGradProducts` is set.
 void populateScanPatterns(RewritePatternSet &patterns, int64_t scanGroup,
                           int64_t scanChunk, int64_t streamStoreBytes,
                           int64_t scanUnrollBytes, bool glaColumnThreads,
-                          int64_t scanSpread, int64_t scanSpreadChunk);
+                          int64_t scanSpread, int64_t scanSpreadChunk,
+                          bool glaGradProducts);
+
+/// The longest chunk the product form of gated_linear_attention_grad takes
+/// (GlaGradProducts.cpp): its decays must then be at least 2^(-32 / 64).
+constexpr int64_t kMaxGlaProductChunk = 64;
+
+/// Whether `op` has a product form: real decays of f32 or f64, chunks of at
+/// most kMaxGlaProductChunk steps.
+bool hasGlaGradProducts(GatedLinearAttentionGradOp op);
+
+/// An i1: whether the product form applies at the leading index `lead`
+/// (every decay there in [2^(-32 / chunk), 1]; a NaN is not).
+Value glaGradProductsApply(OpBuilder &b, Location loc,
+                           GatedLinearAttentionGradOp op, ValueRange lead);
+
+/// The product form of `op` at the leading index `lead`: `results` (dq, dk,
+/// dv, da, dinit) with that index's elements written (GlaGradProducts.cpp).
+SmallVector<Value> buildGlaGradProducts(OpBuilder &b, Location loc,
+                                        GatedLinearAttentionGradOp op,
+                                        ValueRange lead, ValueRange results);
 
 /// gate (Gates.cpp).
 void populateGatePatterns(RewritePatternSet &patterns);

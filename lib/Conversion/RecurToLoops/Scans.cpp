@@ -1971,7 +1971,11 @@ constexpr int64_t kGlaGradRowBlock = 4;
 /// feed (`fastmath<contract>`: FMA).
 struct GatedLinearAttentionGradToLoops
     : OpRewritePattern<GatedLinearAttentionGradOp> {
-  using OpRewritePattern::OpRewritePattern;
+  GatedLinearAttentionGradToLoops(MLIRContext *context, bool products)
+      : OpRewritePattern(context), products(products) {}
+
+  /// Whether real decays take the product form where it applies.
+  bool products;
 
   LogicalResult matchAndRewrite(GatedLinearAttentionGradOp op,
                                 PatternRewriter &rewriter) const override {
@@ -2030,18 +2034,19 @@ struct GatedLinearAttentionGradToLoops
                           : x;
     };
 
-    SmallVector<Value> results = buildNest(
-        rewriter, loc, lead, {dqInit, dkInit, dvInit, daInit, dinitInit},
-        [&](OpBuilder &b, Location l, ValueRange ld, ValueRange args) {
-          Value zero = indexConst(b, l, 0), one = indexConst(b, l, 1);
-          auto idx = [&](ValueRange tail) { return concatIndices(ld, tail); };
-          // Over the elements (i, j) of row `row` of `stack` `[n, dk, dv]`:
-          // writes value(i, j, current stack) there. Reads of the stack go
-          // through the current value, so bufferization updates it in place.
-          auto rowNest = [&](OpBuilder &rb, Location rl, Value stack, Value row,
-                             function_ref<Value(OpBuilder &, Location, Value,
-                                                Value, Value)>
-                                 value) {
+    // The reverse sweep of one leading index `ld`: `args` (dq, dk, dv, da,
+    // dinit) with its elements written.
+    auto sweep = [&](OpBuilder &b, Location l, ValueRange ld,
+                     ValueRange args) -> SmallVector<Value> {
+      Value zero = indexConst(b, l, 0), one = indexConst(b, l, 1);
+      auto idx = [&](ValueRange tail) { return concatIndices(ld, tail); };
+      // Over the elements (i, j) of row `row` of `stack` `[n, dk, dv]`:
+      // writes value(i, j, current stack) there. Reads of the stack go
+      // through the current value, so bufferization updates it in place.
+      auto rowNest =
+          [&](OpBuilder &rb, Location rl, Value stack, Value row,
+              function_ref<Value(OpBuilder &, Location, Value, Value, Value)>
+                  value) {
             return buildLoop(
                 rb, rl, zero, dk, ValueRange{stack},
                 [&](OpBuilder &ib, Location il, ValueRange i, ValueRange it) {
@@ -2055,212 +2060,217 @@ struct GatedLinearAttentionGradToLoops
                                    });
                 })[0];
           };
-          // Row `row` of `stack` = a `[..., dk, dv]` operand at this leading
-          // index (zeros without one).
-          auto loadRow = [&](OpBuilder &cb, Location cl, Value stack, Value row,
-                             Value source) {
-            return rowNest(cb, cl, stack, row,
-                           [&](OpBuilder &jb, Location jl, Value i, Value j,
-                               Value) -> Value {
-                             if (!source)
-                               return zeroOf(jb, jl, stateElem);
-                             return extractAt(jb, jl, source, idx({i, j}));
-                           });
-          };
-          // Row `to` of `stack` = the state after step t from row `from` (the
-          // forward lowering's arithmetic; `from` may equal `to`).
-          auto stepRow = [&](OpBuilder &sb, Location sl, Value stack,
-                             Value from, Value to, Value t) {
-            return rowNest(
-                sb, sl, stack, to,
-                [&](OpBuilder &jb, Location jl, Value i, Value j,
-                    Value current) {
-                  Value at = extractAt(jb, jl, op.getA(), idx({t, i}));
-                  Value kt = extractAt(jb, jl, op.getK(), idx({t, i}));
-                  Value vt = extractAt(jb, jl, op.getV(), idx({t, j}));
-                  Value kv =
-                      toState(jb, jl, arith::MulFOp::create(jb, jl, kt, vt));
-                  Value prev =
-                      extractAt(jb, jl, current, ValueRange{from, i, j});
-                  return add(jb, jl, mul(jb, jl, at, prev), kv);
+      // Row `row` of `stack` = a `[..., dk, dv]` operand at this leading
+      // index (zeros without one).
+      auto loadRow = [&](OpBuilder &cb, Location cl, Value stack, Value row,
+                         Value source) {
+        return rowNest(
+            cb, cl, stack, row,
+            [&](OpBuilder &jb, Location jl, Value i, Value j, Value) -> Value {
+              if (!source)
+                return zeroOf(jb, jl, stateElem);
+              return extractAt(jb, jl, source, idx({i, j}));
+            });
+      };
+      // Row `to` of `stack` = the state after step t from row `from` (the
+      // forward lowering's arithmetic; `from` may equal `to`).
+      auto stepRow = [&](OpBuilder &sb, Location sl, Value stack, Value from,
+                         Value to, Value t) {
+        return rowNest(
+            sb, sl, stack, to,
+            [&](OpBuilder &jb, Location jl, Value i, Value j, Value current) {
+              Value at = extractAt(jb, jl, op.getA(), idx({t, i}));
+              Value kt = extractAt(jb, jl, op.getK(), idx({t, i}));
+              Value vt = extractAt(jb, jl, op.getV(), idx({t, j}));
+              Value kv = toState(jb, jl, arith::MulFOp::create(jb, jl, kt, vt));
+              Value prev = extractAt(jb, jl, current, ValueRange{from, i, j});
+              return add(jb, jl, mul(jb, jl, at, prev), kv);
+            });
+      };
+      // The first step of chunk c and its number of steps.
+      auto chunkStart = [&](OpBuilder &cb, Location cl, Value c) -> Value {
+        return arith::MulIOp::create(cb, cl, c, indexConst(cb, cl, chunk));
+      };
+      auto chunkLen = [&](OpBuilder &cb, Location cl, Value start) -> Value {
+        return arith::MinSIOp::create(
+            cb, cl, indexConst(cb, cl, chunk),
+            arith::SubIOp::create(cb, cl, steps, start));
+      };
+
+      // 1. The state entering each chunk.
+      Value entering = privateScratch(b, l, stackType, {chunks, dk, dv});
+      entering = loadRow(b, l, entering, zero, op.getInit());
+      Value lastChunk = arith::SubIOp::create(b, l, chunks, one);
+      entering = buildLoop(
+          b, l, zero, lastChunk, ValueRange{entering},
+          [&](OpBuilder &cb, Location cl, ValueRange c, ValueRange it) {
+            Value start = chunkStart(cb, cl, c[0]);
+            Value len = chunkLen(cb, cl, start);
+            // The first step reads the chunk's entering state, the
+            // others the row they update.
+            Value next = plusOne(cb, cl, c[0]);
+            Value stack = stepRow(cb, cl, it[0], c[0], next, start);
+            return buildLoop(
+                cb, cl, one, len, ValueRange{stack},
+                [&](OpBuilder &mb, Location ml, ValueRange m, ValueRange mit) {
+                  Value t = arith::AddIOp::create(mb, ml, start, m[0]);
+                  return SmallVector<Value>{
+                      stepRow(mb, ml, mit[0], next, next, t)};
                 });
-          };
-          // The first step of chunk c and its number of steps.
-          auto chunkStart = [&](OpBuilder &cb, Location cl, Value c) -> Value {
-            return arith::MulIOp::create(cb, cl, c, indexConst(cb, cl, chunk));
-          };
-          auto chunkLen = [&](OpBuilder &cb, Location cl,
-                              Value start) -> Value {
-            return arith::MinSIOp::create(
-                cb, cl, indexConst(cb, cl, chunk),
-                arith::SubIOp::create(cb, cl, steps, start));
-          };
+          })[0];
 
-          // 1. The state entering each chunk.
-          Value entering = privateScratch(b, l, stackType, {chunks, dk, dv});
-          entering = loadRow(b, l, entering, zero, op.getInit());
-          Value lastChunk = arith::SubIOp::create(b, l, chunks, one);
-          entering = buildLoop(
-              b, l, zero, lastChunk, ValueRange{entering},
-              [&](OpBuilder &cb, Location cl, ValueRange c, ValueRange it) {
-                Value start = chunkStart(cb, cl, c[0]);
-                Value len = chunkLen(cb, cl, start);
-                // The first step reads the chunk's entering state, the
-                // others the row they update.
-                Value next = plusOne(cb, cl, c[0]);
-                Value stack = stepRow(cb, cl, it[0], c[0], next, start);
-                return buildLoop(cb, cl, one, len, ValueRange{stack},
-                                 [&](OpBuilder &mb, Location ml, ValueRange m,
-                                     ValueRange mit) {
-                                   Value t = arith::AddIOp::create(mb, ml,
-                                                                   start, m[0]);
-                                   return SmallVector<Value>{
-                                       stepRow(mb, ml, mit[0], next, next, t)};
-                                 });
-              })[0];
-
-          // 2. The chunks in reverse.
-          Value states = privateScratch(b, l, stackType,
-                                        {indexConst(b, l, chunk + 1), dk, dv});
-          Value carry = privateScratch(b, l, stackType, {one, dk, dv});
-          carry = loadRow(b, l, carry, zero, op.getDstate());
-          SmallVector<Value> swept = buildLoop(
-              b, l, zero, chunks,
-              ValueRange{args[0], args[1], args[2], args[3], states, carry},
-              [&](OpBuilder &cb, Location cl, ValueRange cc, ValueRange it) {
-                Value c = arith::SubIOp::create(cb, cl, lastChunk, cc[0]);
-                Value start = chunkStart(cb, cl, c);
-                Value len = chunkLen(cb, cl, start);
-                Value st = rowNest(
-                    cb, cl, it[4], zero,
-                    [&](OpBuilder &jb, Location jl, Value i, Value j, Value) {
-                      return extractAt(jb, jl, entering, ValueRange{c, i, j});
-                    });
-                st = buildLoop(
-                    cb, cl, zero, len, ValueRange{st},
-                    [&](OpBuilder &mb, Location ml, ValueRange m,
-                        ValueRange mit) {
-                      Value t = arith::AddIOp::create(mb, ml, start, m[0]);
-                      return SmallVector<Value>{stepRow(
-                          mb, ml, mit[0], m[0], plusOne(mb, ml, m[0]), t)};
-                    })[0];
-                Value lastStep = arith::SubIOp::create(cb, cl, len, one);
-                SmallVector<Value> inner = buildLoop(
-                    cb, cl, zero, len,
-                    ValueRange{it[0], it[1], it[2], it[3], it[5]},
-                    [&](OpBuilder &mb, Location ml, ValueRange mm,
-                        ValueRange mit) {
-                      Value m = arith::SubIOp::create(mb, ml, lastStep, mm[0]);
-                      Value t = arith::AddIOp::create(mb, ml, start, m);
-                      Value after = plusOne(mb, ml, m);
-                      Value dvOut =
-                          fillRow(mb, ml, mit[2], idx({t}), dv,
-                                  [&](OpBuilder &jb, Location jl, Value) {
-                                    return zeroOf(jb, jl, elem);
-                                  });
-                      // Rows `is` of step t: rit and the result are (dq,
-                      // dk, dv, da, carry).
-                      auto sweepRows = [&](OpBuilder &ib, Location il,
-                                           ArrayRef<Value> is, ValueRange rit) {
-                        SmallVector<Value> qi, ki, ai;
-                        SmallVector<SmallVector<Value>> ti;
-                        for (Value i : is) {
-                          ti.push_back(idx({t, i}));
-                          qi.push_back(extractAt(ib, il, op.getQ(), ti.back()));
-                          ki.push_back(extractAt(ib, il, op.getK(), ti.back()));
-                          ai.push_back(conj(
-                              ib, il, extractAt(ib, il, op.getA(), ti.back())));
-                        }
-                        // dv, carry, then dq, dk, da of each row.
-                        SmallVector<Value> init{rit[2], rit[4]};
-                        for (size_t r = 0; r < is.size(); ++r)
-                          llvm::append_range(
-                              init, ValueRange{zeroOf(ib, il, elem),
-                                               zeroOf(ib, il, elem),
-                                               zeroOf(ib, il, stateElem)});
-                        SmallVector<Value> row = buildLoop(
-                            ib, il, zero, dv, init,
-                            [&](OpBuilder &jb, Location jl, ValueRange j,
-                                ValueRange x) {
-                              SmallVector<Value> tj = idx({t, j[0]});
-                              Value dyj = extractAt(jb, jl, op.getDy(), tj);
-                              Value vj = extractAt(jb, jl, op.getV(), tj);
-                              Value dvj = extractAt(jb, jl, x[0], tj);
-                              Value carry = x[1];
-                              SmallVector<Value> next;
-                              for (auto [r, i] : llvm::enumerate(is)) {
-                                SmallVector<Value> hIdx = {zero, i, j[0]};
-                                Value h = extractAt(jb, jl, carry, hIdx);
-                                Value qdy = arith::MulFOp::create(
-                                    jb, jl, qi[r], dyj, contract);
-                                Value g =
-                                    complexState
-                                        ? add(jb, jl, toState(jb, jl, qdy), h)
-                                        : arith::AddFOp::create(jb, jl, qdy, h,
-                                                                contract)
-                                              .getResult();
-                                Value s = extractAt(jb, jl, st,
-                                                    ValueRange{after, i, j[0]});
-                                Value sp = extractAt(jb, jl, st,
-                                                     ValueRange{m, i, j[0]});
-                                Value gRe = re(jb, jl, g);
-                                dvj = multiplyAdd(jb, jl, dvj, gRe, ki[r],
-                                                  contract);
-                                ValueRange acc = x.slice(2 + 3 * r, 3);
-                                next.push_back(multiplyAdd(jb, jl, acc[0],
-                                                           re(jb, jl, s), dyj,
-                                                           reassocContract));
-                                next.push_back(multiplyAdd(
-                                    jb, jl, acc[1], gRe, vj, reassocContract));
-                                next.push_back(
-                                    complexState
-                                        ? add(jb, jl, acc[2],
-                                              mul(jb, jl, g, conj(jb, jl, sp)))
-                                        : multiplyAdd(jb, jl, acc[2], g, sp,
-                                                      reassocContract));
-                                carry = insertAt(jb, jl, mul(jb, jl, ai[r], g),
-                                                 carry, hIdx);
-                              }
-                              SmallVector<Value> out{
-                                  insertAt(jb, jl, dvj, x[0], tj), carry};
-                              llvm::append_range(out, next);
-                              return out;
-                            });
-                        Value dq = rit[0], dkOut = rit[1], da = rit[3];
-                        for (size_t r = 0; r < is.size(); ++r) {
-                          dq = insertAt(ib, il, row[2 + 3 * r], dq, ti[r]);
-                          dkOut =
-                              insertAt(ib, il, row[3 + 3 * r], dkOut, ti[r]);
-                          da = insertAt(ib, il, row[4 + 3 * r], da, ti[r]);
-                        }
-                        return SmallVector<Value>{dq, dkOut, row[0], da,
-                                                  row[1]};
-                      };
-                      // kGlaGradRowBlock rows at a time, then one at a
-                      // time: dy_t, v_t and dv_t are read and dv_t written
-                      // once per block rather than once per row (dv_t[j]
-                      // still sums over the rows in increasing order).
-                      return buildBlockedLoop(
-                          mb, ml, dk, kGlaGradRowBlock,
-                          ValueRange{mit[0], mit[1], dvOut, mit[3], mit[4]},
-                          sweepRows);
-                    });
-                return SmallVector<Value>{inner[0], inner[1], inner[2],
-                                          inner[3], st,       inner[4]};
-              });
-          // dinit at this leading index: row 0 of the carry.
-          Value out = buildLoop(
-              b, l, zero, dk, ValueRange{args[4]},
-              [&](OpBuilder &ib, Location il, ValueRange i, ValueRange it) {
-                return SmallVector<Value>{
-                    fillRow(ib, il, it[0], idx({i[0]}), dv,
-                            [&](OpBuilder &jb, Location jl, Value j) {
-                              return extractAt(jb, jl, swept[5],
-                                               ValueRange{zero, i[0], j});
-                            })};
-              })[0];
-          return SmallVector<Value>{swept[0], swept[1], swept[2], swept[3],
-                                    out};
+      // 2. The chunks in reverse.
+      Value states = privateScratch(b, l, stackType,
+                                    {indexConst(b, l, chunk + 1), dk, dv});
+      Value carry = privateScratch(b, l, stackType, {one, dk, dv});
+      carry = loadRow(b, l, carry, zero, op.getDstate());
+      SmallVector<Value> swept = buildLoop(
+          b, l, zero, chunks,
+          ValueRange{args[0], args[1], args[2], args[3], states, carry},
+          [&](OpBuilder &cb, Location cl, ValueRange cc, ValueRange it) {
+            Value c = arith::SubIOp::create(cb, cl, lastChunk, cc[0]);
+            Value start = chunkStart(cb, cl, c);
+            Value len = chunkLen(cb, cl, start);
+            Value st = rowNest(
+                cb, cl, it[4], zero,
+                [&](OpBuilder &jb, Location jl, Value i, Value j, Value) {
+                  return extractAt(jb, jl, entering, ValueRange{c, i, j});
+                });
+            st = buildLoop(
+                cb, cl, zero, len, ValueRange{st},
+                [&](OpBuilder &mb, Location ml, ValueRange m, ValueRange mit) {
+                  Value t = arith::AddIOp::create(mb, ml, start, m[0]);
+                  return SmallVector<Value>{
+                      stepRow(mb, ml, mit[0], m[0], plusOne(mb, ml, m[0]), t)};
+                })[0];
+            Value lastStep = arith::SubIOp::create(cb, cl, len, one);
+            SmallVector<Value> inner = buildLoop(
+                cb, cl, zero, len,
+                ValueRange{it[0], it[1], it[2], it[3], it[5]},
+                [&](OpBuilder &mb, Location ml, ValueRange mm, ValueRange mit) {
+                  Value m = arith::SubIOp::create(mb, ml, lastStep, mm[0]);
+                  Value t = arith::AddIOp::create(mb, ml, start, m);
+                  Value after = plusOne(mb, ml, m);
+                  Value dvOut = fillRow(mb, ml, mit[2], idx({t}), dv,
+                                        [&](OpBuilder &jb, Location jl, Value) {
+                                          return zeroOf(jb, jl, elem);
+                                        });
+                  // Rows `is` of step t: rit and the result are (dq,
+                  // dk, dv, da, carry).
+                  auto sweepRows = [&](OpBuilder &ib, Location il,
+                                       ArrayRef<Value> is, ValueRange rit) {
+                    SmallVector<Value> qi, ki, ai;
+                    SmallVector<SmallVector<Value>> ti;
+                    for (Value i : is) {
+                      ti.push_back(idx({t, i}));
+                      qi.push_back(extractAt(ib, il, op.getQ(), ti.back()));
+                      ki.push_back(extractAt(ib, il, op.getK(), ti.back()));
+                      ai.push_back(conj(
+                          ib, il, extractAt(ib, il, op.getA(), ti.back())));
+                    }
+                    // dv, carry, then dq, dk, da of each row.
+                    SmallVector<Value> init{rit[2], rit[4]};
+                    for (size_t r = 0; r < is.size(); ++r)
+                      llvm::append_range(init,
+                                         ValueRange{zeroOf(ib, il, elem),
+                                                    zeroOf(ib, il, elem),
+                                                    zeroOf(ib, il, stateElem)});
+                    SmallVector<Value> row = buildLoop(
+                        ib, il, zero, dv, init,
+                        [&](OpBuilder &jb, Location jl, ValueRange j,
+                            ValueRange x) {
+                          SmallVector<Value> tj = idx({t, j[0]});
+                          Value dyj = extractAt(jb, jl, op.getDy(), tj);
+                          Value vj = extractAt(jb, jl, op.getV(), tj);
+                          Value dvj = extractAt(jb, jl, x[0], tj);
+                          Value carry = x[1];
+                          SmallVector<Value> next;
+                          for (auto [r, i] : llvm::enumerate(is)) {
+                            SmallVector<Value> hIdx = {zero, i, j[0]};
+                            Value h = extractAt(jb, jl, carry, hIdx);
+                            Value qdy = arith::MulFOp::create(jb, jl, qi[r],
+                                                              dyj, contract);
+                            Value g = complexState
+                                          ? add(jb, jl, toState(jb, jl, qdy), h)
+                                          : arith::AddFOp::create(jb, jl, qdy,
+                                                                  h, contract)
+                                                .getResult();
+                            Value s = extractAt(jb, jl, st,
+                                                ValueRange{after, i, j[0]});
+                            Value sp =
+                                extractAt(jb, jl, st, ValueRange{m, i, j[0]});
+                            Value gRe = re(jb, jl, g);
+                            dvj =
+                                multiplyAdd(jb, jl, dvj, gRe, ki[r], contract);
+                            ValueRange acc = x.slice(2 + 3 * r, 3);
+                            next.push_back(multiplyAdd(jb, jl, acc[0],
+                                                       re(jb, jl, s), dyj,
+                                                       reassocContract));
+                            next.push_back(multiplyAdd(jb, jl, acc[1], gRe, vj,
+                                                       reassocContract));
+                            next.push_back(
+                                complexState
+                                    ? add(jb, jl, acc[2],
+                                          mul(jb, jl, g, conj(jb, jl, sp)))
+                                    : multiplyAdd(jb, jl, acc[2], g, sp,
+                                                  reassocContract));
+                            carry = insertAt(jb, jl, mul(jb, jl, ai[r], g),
+                                             carry, hIdx);
+                          }
+                          SmallVector<Value> out{
+                              insertAt(jb, jl, dvj, x[0], tj), carry};
+                          llvm::append_range(out, next);
+                          return out;
+                        });
+                    Value dq = rit[0], dkOut = rit[1], da = rit[3];
+                    for (size_t r = 0; r < is.size(); ++r) {
+                      dq = insertAt(ib, il, row[2 + 3 * r], dq, ti[r]);
+                      dkOut = insertAt(ib, il, row[3 + 3 * r], dkOut, ti[r]);
+                      da = insertAt(ib, il, row[4 + 3 * r], da, ti[r]);
+                    }
+                    return SmallVector<Value>{dq, dkOut, row[0], da, row[1]};
+                  };
+                  // kGlaGradRowBlock rows at a time, then one at a
+                  // time: dy_t, v_t and dv_t are read and dv_t written
+                  // once per block rather than once per row (dv_t[j]
+                  // still sums over the rows in increasing order).
+                  return buildBlockedLoop(
+                      mb, ml, dk, kGlaGradRowBlock,
+                      ValueRange{mit[0], mit[1], dvOut, mit[3], mit[4]},
+                      sweepRows);
+                });
+            return SmallVector<Value>{inner[0], inner[1], inner[2],
+                                      inner[3], st,       inner[4]};
+          });
+      // dinit at this leading index: row 0 of the carry.
+      Value out = buildLoop(
+          b, l, zero, dk, ValueRange{args[4]},
+          [&](OpBuilder &ib, Location il, ValueRange i, ValueRange it) {
+            return SmallVector<Value>{fillRow(
+                ib, il, it[0], idx({i[0]}), dv,
+                [&](OpBuilder &jb, Location jl, Value j) {
+                  return extractAt(jb, jl, swept[5], ValueRange{zero, i[0], j});
+                })};
+          })[0];
+      return SmallVector<Value>{swept[0], swept[1], swept[2], swept[3], out};
+    };
+    bool withProducts = products && hasGlaGradProducts(op);
+    SmallVector<Value> results = buildNest(
+        rewriter, loc, lead, {dqInit, dkInit, dvInit, daInit, dinitInit},
+        [&](OpBuilder &b, Location l, ValueRange ld, ValueRange args) {
+          if (!withProducts)
+            return sweep(b, l, ld, args);
+          // The product form where this index's decays allow it (see
+          // GlaGradProducts.cpp), the sweep otherwise.
+          Value apply = glaGradProductsApply(b, l, op, ld);
+          auto branch = scf::IfOp::create(b, l, args.getTypes(), apply,
+                                          /*withElseRegion=*/true);
+          OpBuilder tb = OpBuilder::atBlockEnd(&branch.getThenRegion().front());
+          scf::YieldOp::create(tb, l,
+                               buildGlaGradProducts(tb, l, op, ld, args));
+          OpBuilder eb = OpBuilder::atBlockEnd(&branch.getElseRegion().front());
+          scf::YieldOp::create(eb, l, sweep(eb, l, ld, args));
+          return SmallVector<Value>(branch.getResults());
         });
     rewriter.replaceOp(op, results);
     return success();
@@ -2272,12 +2282,13 @@ struct GatedLinearAttentionGradToLoops
 void mlir::recur::loops::populateScanPatterns(
     RewritePatternSet &patterns, int64_t scanGroup, int64_t scanChunk,
     int64_t streamStoreBytes, int64_t scanUnrollBytes, bool glaColumnThreads,
-    int64_t scanSpread, int64_t scanSpreadChunk) {
+    int64_t scanSpread, int64_t scanSpreadChunk, bool glaGradProducts) {
   patterns.add<LinearScanToLoops>(patterns.getContext(), scanGroup, scanChunk,
                                   streamStoreBytes, scanUnrollBytes, scanSpread,
                                   scanSpreadChunk);
   patterns.add<GatedLinearAttentionToLoops>(patterns.getContext(),
                                             glaColumnThreads);
-  patterns.add<ScanToLoops, GatedLinearAttentionGradToLoops>(
-      patterns.getContext());
+  patterns.add<GatedLinearAttentionGradToLoops>(patterns.getContext(),
+                                                glaGradProducts);
+  patterns.add<ScanToLoops>(patterns.getContext());
 }

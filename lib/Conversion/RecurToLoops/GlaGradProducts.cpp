@@ -1,0 +1,581 @@
+//===- GlaGradProducts.cpp - gla backward as chunked matrix products ------===//
+//
+// Part of the Recur project.
+//
+// The product form of recur.gated_linear_attention_grad for real decays
+// (`convert-recur-to-loops{gla-grad-products}`, the CPU's form): one
+// leading index (batch, head) at a time, its steps in chunks of C, the
+// chunk-local work as linalg contractions (which recur-block-contractions
+// runs in register blocks) instead of the reverse sweep's state update per
+// step. With Γ[c] = a[0] ... a[c] the decays of a chunk up to step c (a
+// vector over the key index i), S0 the state entering the chunk and G the
+// cotangent of the state leaving it (from the later chunks, dstate for the
+// last):
+//
+//   Q~ = q Γ,  K~ = k / Γ,  K^ = k Γ[C-1] / Γ           (elementwise)
+//   A  = tril(Q~ K~^T),  dA = tril(dy v^T)             (C x C)
+//   dq = (dA K~ + dy S0^T) Γ
+//   dk = (dA^T Q~ + (v G^T) Γ[C-1]) / Γ
+//   dv = A^T dy + K^ G
+//
+// and from chunk to chunk, S0' = Γ[C-1] S0 + K^^T v forward and
+// G' = Γ[C-1] G + Q~^T dy backward (dinit is the last of those). The decays'
+// cotangent goes through the identity
+//
+//   a_t da_t = sum_{s >= t} (q_s dq_s - k_s dk_s) + sum_j G[i, j] S[i, j]
+//
+// (the sums within the chunk, S the state leaving it), then da_t = that /
+// a_t: the log-space gradient of GLA's chunked backward.
+//
+// Γ and 1 / Γ must stay in range, and the division by a_t must not magnify
+// the identity's rounding: the form applies to a leading index whose decays
+// all lie in [2^(-32 / C), 1] (so Γ >= 2^-32), checked when it runs; any
+// other (a zero, a tiny or a growing decay, a NaN) takes the reverse sweep.
+// The caller builds that choice (Scans.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Patterns.h"
+#include "Utility.h"
+
+#include "Recur/IR/Recur.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::recur;
+using namespace mlir::recur::loops;
+
+namespace {
+
+/// The smallest decay the product form takes for chunks of `chunk` steps:
+/// 2^(-32 / chunk), so that a chunk's decay products stay above 2^-32.
+double smallestDecay(int64_t chunk) {
+  return std::exp2(-32.0 / static_cast<double>(chunk));
+}
+
+/// Vectors of 256 bits over a row's contiguous elements: whole vectors,
+/// then the row's rest as one vector (out-of-bounds lanes read `pad` and
+/// are not written).
+class Rows {
+public:
+  Rows(Type elem)
+      : elem(elem), lanes(256 / cast<FloatType>(elem).getWidth()),
+        vecType(VectorType::get({lanes}, elem)) {}
+
+  using Body = function_ref<SmallVector<Value>(OpBuilder &, Location, Value j,
+                                               ValueRange args)>;
+
+  /// `body` over [0, n) a vector at a time, threading `args`.
+  SmallVector<Value> over(OpBuilder &b, Location loc, Value n, ValueRange args,
+                          Body body) {
+    Value zero = indexConst(b, loc, 0);
+    Value vec = indexConst(b, loc, lanes);
+    Value whole = b.createOrFold<arith::MulIOp>(
+        loc, b.createOrFold<arith::DivUIOp>(loc, n, vec), vec);
+    SmallVector<Value> results(args);
+    for (auto [lb, ub, step, bounded] :
+         {std::tuple<Value, Value, Value, bool>{zero, whole, vec, true},
+          {whole, n, vec, false}}) {
+      std::optional<int64_t> first = getConstantIntValue(lb);
+      if (first && first == getConstantIntValue(ub))
+        continue;
+      inBounds = bounded;
+      auto loop = scf::ForOp::create(
+          b, loc, lb, ub, step, results,
+          [&](OpBuilder &jb, Location jl, Value j, ValueRange it) {
+            scf::YieldOp::create(jb, jl, body(jb, jl, j, it));
+          });
+      results.assign(loop.getResults().begin(), loop.getResults().end());
+    }
+    return results;
+  }
+
+  /// The vector of `tensor` at `idx` (the last index its first lane).
+  Value read(OpBuilder &b, Location loc, Value tensor, ValueRange idx,
+             double pad = 0.0) const {
+    return vector::TransferReadOp::create(b, loc, vecType, tensor, idx,
+                                          floatConst(b, loc, elem, pad),
+                                          ArrayRef<bool>{inBounds});
+  }
+  /// `tensor` with `x` written at `idx`.
+  Value write(OpBuilder &b, Location loc, Value x, Value tensor,
+              ValueRange idx) const {
+    return vector::TransferWriteOp::create(b, loc, x, tensor, idx,
+                                           ArrayRef<bool>{inBounds})
+        .getResult();
+  }
+  /// `x` (a scalar) in every lane.
+  Value splat(OpBuilder &b, Location loc, Value x) const {
+    return vector::BroadcastOp::create(b, loc, vecType, x);
+  }
+  Value splat(OpBuilder &b, Location loc, double x) const {
+    return splat(b, loc, floatConst(b, loc, elem, x));
+  }
+
+  Type elem;
+  int64_t lanes;
+  VectorType vecType;
+
+private:
+  /// Whether the loop being built reads and writes whole vectors.
+  bool inBounds = true;
+};
+
+/// The builder of one leading index's product form.
+class Products {
+public:
+  Products(OpBuilder &b, Location loc, GatedLinearAttentionGradOp op,
+           ValueRange lead)
+      : b(b), loc(loc), op(op), lead(lead),
+        rowsOf(getElementTypeOrSelf(op.getQ().getType())) {
+    auto qType = cast<RankedTensorType>(op.getQ().getType());
+    elem = qType.getElementType();
+    int64_t rank = qType.getRank();
+    chunk = op.getChunkSize();
+    steps = dimSize(b, loc, op.getQ(), rank - 2);
+    dk = dimSize(b, loc, op.getQ(), rank - 1);
+    dv = dimSize(b, loc, op.getV(), rank - 1);
+    c = indexConst(b, loc, chunk);
+    zero = indexConst(b, loc, 0);
+    one = indexConst(b, loc, 1);
+    chunks = affine::AffineApplyOp::create(
+        b, loc,
+        AffineMap::get(0, 1,
+                       getAffineSymbolExpr(0, b.getContext()).ceilDiv(chunk)),
+        ValueRange{steps});
+  }
+
+  /// (dq, dk, dv, da, dinit) with this leading index's elements written.
+  SmallVector<Value> build(ValueRange results);
+
+private:
+  SmallVector<Value> at(ValueRange tail) { return concatIndices(lead, tail); }
+  Value fconst(OpBuilder &fb, Location fl, double x) {
+    return floatConst(fb, fl, elem, x);
+  }
+  /// A per-index scratch tensor of `elem` with dimensions `sizes`.
+  Value scratch(ArrayRef<Value> sizes) {
+    SmallVector<int64_t> shape(sizes.size(), ShapedType::kDynamic);
+    for (auto [d, size] : llvm::enumerate(sizes))
+      if (std::optional<int64_t> n = getConstantIntValue(size))
+        shape[d] = *n;
+    return privateScratch(b, loc, RankedTensorType::get(shape, elem), sizes);
+  }
+  Value zeros(ArrayRef<Value> sizes) {
+    return linalg::FillOp::create(b, loc, ValueRange{fconst(b, loc, 0.0)},
+                                  ValueRange{scratch(sizes)})
+        .getResult(0);
+  }
+
+  /// `init[n, row, col] += sum_red x * y` over the dimensions (n, row, col,
+  /// red) with the operands' maps given as dimension lists.
+  Value product(Value x, ArrayRef<unsigned> xDims, Value y,
+                ArrayRef<unsigned> yDims, Value init) {
+    MLIRContext *ctx = b.getContext();
+    auto map = [&](ArrayRef<unsigned> dims) {
+      SmallVector<AffineExpr> exprs;
+      for (unsigned d : dims)
+        exprs.push_back(getAffineDimExpr(d, ctx));
+      return AffineMap::get(4, 0, exprs, ctx);
+    };
+    SmallVector<AffineMap> maps{map(xDims), map(yDims), map({0, 1, 2})};
+    SmallVector<utils::IteratorType> iters(3, utils::IteratorType::parallel);
+    iters.push_back(utils::IteratorType::reduction);
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{init.getType()}, ValueRange{x, y},
+               ValueRange{init}, maps, iters,
+               [](OpBuilder &gb, Location gl, ValueRange args) {
+                 Value p = arith::MulFOp::create(gb, gl, args[0], args[1]);
+                 linalg::YieldOp::create(
+                     gb, gl,
+                     ValueRange{arith::AddFOp::create(gb, gl, args[2], p)});
+               })
+        .getResult(0);
+  }
+
+  /// `x[n, r, s]` zeroed above the diagonal (s > r).
+  Value lowerTriangle(Value x) {
+    MLIRContext *ctx = b.getContext();
+    AffineMap id = AffineMap::getMultiDimIdentityMap(3, ctx);
+    SmallVector<utils::IteratorType> iters(3, utils::IteratorType::parallel);
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{x.getType()}, ValueRange{}, ValueRange{x},
+               SmallVector<AffineMap>{id}, iters,
+               [&](OpBuilder &gb, Location gl, ValueRange args) {
+                 Value r = linalg::IndexOp::create(gb, gl, 1);
+                 Value s = linalg::IndexOp::create(gb, gl, 2);
+                 Value keep = arith::CmpIOp::create(
+                     gb, gl, arith::CmpIPredicate::ule, s, r);
+                 linalg::YieldOp::create(
+                     gb, gl,
+                     ValueRange{arith::SelectOp::create(gb, gl, keep, args[0],
+                                                        fconst(gb, gl, 0.0))});
+               })
+        .getResult(0);
+  }
+
+  /// `x[from : from + n]` along the first dimension of a `[?, dk, dv]`
+  /// tensor.
+  Value rows(Value x, Value from, Value n) {
+    SmallVector<OpFoldResult> offsets{from, b.getIndexAttr(0),
+                                      b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes{n, getAsOpFoldResult(dk),
+                                    getAsOpFoldResult(dv)};
+    SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+    return tensor::ExtractSliceOp::create(b, loc, x, offsets, sizes, strides);
+  }
+
+  /// Nested loops (not parallel: one leading index runs on one thread)
+  /// over [0, ubs) threading `args`.
+  SmallVector<Value> loops(OpBuilder &lb, Location ll, ArrayRef<Value> ubs,
+                           ValueRange args, LoopBody body) {
+    if (ubs.empty())
+      return body(lb, ll, {}, args);
+    return buildLoop(
+        lb, ll, zero, ubs.front(), args,
+        [&](OpBuilder &nb, Location nl, ValueRange iv, ValueRange it) {
+          return loops(nb, nl, ubs.drop_front(), it,
+                       [&](OpBuilder &ib, Location il, ValueRange ivs,
+                           ValueRange iargs) {
+                         SmallVector<Value> all{iv[0]};
+                         llvm::append_range(all, ivs);
+                         return body(ib, il, all, iargs);
+                       });
+        });
+  }
+
+  /// `dst[prefix..., :] = src[srcPrefix..., :]` over a row of `n`.
+  Value copyRow(OpBuilder &rb, Location rl, Value src, ValueRange srcPrefix,
+                Value dst, ValueRange prefix, Value n) {
+    return rowsOf.over(
+        rb, rl, n, {dst},
+        [&](OpBuilder &jb, Location jl, Value j, ValueRange it) {
+          Value x = rowsOf.read(jb, jl, src, concatIndices(srcPrefix, j));
+          return SmallVector<Value>{
+              rowsOf.write(jb, jl, x, it[0], concatIndices(prefix, j))};
+        })[0];
+  }
+
+  OpBuilder &b;
+  Location loc;
+  GatedLinearAttentionGradOp op;
+  ValueRange lead;
+  Rows rowsOf;
+  Type elem;
+  int64_t chunk;
+  Value steps, dk, dv, c, zero, one, chunks;
+};
+
+SmallVector<Value> Products::build(ValueRange results) {
+  auto reassoc = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
+  Rows &vec = rowsOf;
+  Value last = arith::SubIOp::create(b, loc, steps, one);
+
+  // 1. Per chunk: the decays Γ, q Γ, k / Γ and v, dy (padded past T with
+  // decay 1 and zeros, which change nothing), then K^ = (k / Γ) Γ[C-1].
+  Value gamma = scratch({chunks, c, dk}), qt = scratch({chunks, c, dk}),
+        kt = scratch({chunks, c, dk}), kh = scratch({chunks, c, dk});
+  Value gl = scratch({chunks, dk});
+  Value vp = scratch({chunks, c, dv}), dyp = scratch({chunks, c, dv});
+  SmallVector<Value> pro = loops(
+      b, loc, {chunks}, {gamma, qt, kt, kh, gl, vp, dyp},
+      [&](OpBuilder &nb, Location nl, ValueRange n, ValueRange it) {
+        SmallVector<Value> inner = loops(
+            nb, nl, {c}, it,
+            [&](OpBuilder &rb, Location rl, ValueRange r, ValueRange rit) {
+              // The row's step, clamped to the last (a padding row of the
+              // last chunk reads the last step, then selects its padding).
+              Value t = arith::AddIOp::create(
+                  rb, rl, arith::MulIOp::create(rb, rl, n[0], c), r[0]);
+              Value valid = arith::CmpIOp::create(
+                  rb, rl, arith::CmpIPredicate::ult, t, steps);
+              t = arith::MinUIOp::create(rb, rl, t, last);
+              Value first = arith::CmpIOp::create(
+                  rb, rl, arith::CmpIPredicate::eq, r[0], zero);
+              Value prevRow = arith::SelectOp::create(
+                  rb, rl, first, zero,
+                  arith::SubIOp::create(rb, rl, r[0], one));
+              auto orPad = [&](OpBuilder &ib, Location il, Value src, Value i,
+                               double pad) -> Value {
+                return arith::SelectOp::create(
+                    ib, il, valid, vec.read(ib, il, src, at({t, i})),
+                    vec.splat(ib, il, pad));
+              };
+              SmallVector<Value> byKey = vec.over(
+                  rb, rl, dk, rit.take_front(3),
+                  [&](OpBuilder &ib, Location il, Value i, ValueRange iit) {
+                    Value a = orPad(ib, il, op.getA(), i, 1.0);
+                    Value q = orPad(ib, il, op.getQ(), i, 0.0);
+                    Value k = orPad(ib, il, op.getK(), i, 0.0);
+                    Value prev = arith::SelectOp::create(
+                        ib, il, first, vec.splat(ib, il, 1.0),
+                        vec.read(ib, il, iit[0], ValueRange{n[0], prevRow, i}));
+                    Value g = arith::MulFOp::create(ib, il, prev, a);
+                    SmallVector<Value> idx{n[0], r[0], i};
+                    return SmallVector<Value>{
+                        vec.write(ib, il, g, iit[0], idx),
+                        vec.write(ib, il, arith::MulFOp::create(ib, il, q, g),
+                                  iit[1], idx),
+                        vec.write(ib, il, arith::DivFOp::create(ib, il, k, g),
+                                  iit[2], idx)};
+                  });
+              SmallVector<Value> byValue = vec.over(
+                  rb, rl, dv, rit.take_back(2),
+                  [&](OpBuilder &jb, Location jl, Value j, ValueRange jit) {
+                    SmallVector<Value> idx{n[0], r[0], j};
+                    return SmallVector<Value>{
+                        vec.write(jb, jl, orPad(jb, jl, op.getV(), j, 0.0),
+                                  jit[0], idx),
+                        vec.write(jb, jl, orPad(jb, jl, op.getDy(), j, 0.0),
+                                  jit[1], idx)};
+                  });
+              return SmallVector<Value>{byKey[0], byKey[1],   byKey[2],  rit[3],
+                                        rit[4],   byValue[0], byValue[1]};
+            });
+        Value lastRow = indexConst(nb, nl, chunk - 1);
+        Value glOut =
+            copyRow(nb, nl, inner[0], {n[0], lastRow}, inner[4], {n[0]}, dk);
+        Value khOut = loops(
+            nb, nl, {c}, {inner[3]},
+            [&](OpBuilder &rb, Location rl, ValueRange r, ValueRange rit) {
+              return vec.over(
+                  rb, rl, dk, rit,
+                  [&](OpBuilder &ib, Location il, Value i, ValueRange iit) {
+                    SmallVector<Value> idx{n[0], r[0], i};
+                    Value x = arith::MulFOp::create(
+                        ib, il, vec.read(ib, il, inner[2], idx),
+                        vec.read(ib, il, glOut, ValueRange{n[0], i}));
+                    return SmallVector<Value>{
+                        vec.write(ib, il, x, iit[0], idx)};
+                  });
+            })[0];
+        return SmallVector<Value>{inner[0], inner[1], inner[2], khOut,
+                                  glOut,    inner[5], inner[6]};
+      });
+  gamma = pro[0], qt = pro[1], kt = pro[2], kh = pro[3], gl = pro[4];
+  vp = pro[5], dyp = pro[6];
+
+  // 2. Each chunk's contribution to the state (K^^T v) and to the
+  // cotangent entering it (Q~^T dy), over (n, i, j, c).
+  Value deltaS = product(kh, {0, 3, 1}, vp, {0, 3, 2}, zeros({chunks, dk, dv}));
+  Value deltaG =
+      product(qt, {0, 3, 1}, dyp, {0, 3, 2}, zeros({chunks, dk, dv}));
+
+  // 3. The states entering each chunk: states[n] (states[N] the final
+  // state).
+  Value chunksPlusOne = arith::AddIOp::create(b, loc, chunks, one);
+  Value states = scratch({chunksPlusOne, dk, dv});
+  states =
+      loops(b, loc, {dk}, {states},
+            [&](OpBuilder &ib, Location il, ValueRange i, ValueRange it) {
+              if (op.getInit())
+                return SmallVector<Value>{copyRow(ib, il, op.getInit(), at(i),
+                                                  it[0], {zero, i[0]}, dv)};
+              return vec.over(
+                  ib, il, dv, it,
+                  [&](OpBuilder &jb, Location jl, Value j, ValueRange jit) {
+                    return SmallVector<Value>{
+                        vec.write(jb, jl, vec.splat(jb, jl, 0.0), jit[0],
+                                  ValueRange{zero, i[0], j})};
+                  });
+            })[0];
+  states = loops(
+      b, loc, {chunks, dk}, {states},
+      [&](OpBuilder &ib, Location il, ValueRange ni, ValueRange it) {
+        Value n = ni[0], i = ni[1];
+        Value after = arith::AddIOp::create(ib, il, n, one);
+        Value g = vec.splat(ib, il, extractAt(ib, il, gl, ValueRange{n, i}));
+        return vec.over(
+            ib, il, dv, it,
+            [&](OpBuilder &jb, Location jl, Value j, ValueRange jit) {
+              Value s = vec.read(jb, jl, jit[0], ValueRange{n, i, j});
+              Value d = vec.read(jb, jl, deltaS, ValueRange{n, i, j});
+              Value next = arith::AddFOp::create(
+                  jb, jl, arith::MulFOp::create(jb, jl, g, s), d);
+              return SmallVector<Value>{
+                  vec.write(jb, jl, next, jit[0], ValueRange{after, i, j})};
+            });
+      })[0];
+
+  // 4. The cotangents in reverse: cots[n + 1] flows into the state leaving
+  // chunk n (cots[N] = dstate), cots[0] is dinit; with each chunk's
+  // E[n, i] = sum_j cots[n + 1][i, j] states[n + 1][i, j].
+  Value cots = scratch({chunksPlusOne, dk, dv});
+  Value ends = scratch({chunks, dk});
+  cots = loops(b, loc, {dk}, {cots},
+               [&](OpBuilder &ib, Location il, ValueRange i, ValueRange it) {
+                 return SmallVector<Value>{copyRow(
+                     ib, il, op.getDstate(), at(i), it[0], {chunks, i[0]}, dv)};
+               })[0];
+  Value lastChunk = arith::SubIOp::create(b, loc, chunks, one);
+  SmallVector<Value> rev = loops(
+      b, loc, {chunks, dk}, {cots, ends},
+      [&](OpBuilder &ib, Location il, ValueRange ni, ValueRange it) {
+        Value n = arith::SubIOp::create(ib, il, lastChunk, ni[0]);
+        Value after = arith::AddIOp::create(ib, il, n, one);
+        Value i = ni[1];
+        Value g = vec.splat(ib, il, extractAt(ib, il, gl, ValueRange{n, i}));
+        SmallVector<Value> row = vec.over(
+            ib, il, dv, {it[0], vec.splat(ib, il, 0.0)},
+            [&](OpBuilder &jb, Location jl, Value j, ValueRange jit) {
+              Value h = vec.read(jb, jl, jit[0], ValueRange{after, i, j});
+              Value s = vec.read(jb, jl, states, ValueRange{after, i, j});
+              Value e = arith::AddFOp::create(
+                  jb, jl, jit[1], arith::MulFOp::create(jb, jl, h, s, reassoc),
+                  reassoc);
+              Value d = vec.read(jb, jl, deltaG, ValueRange{n, i, j});
+              Value prev = arith::AddFOp::create(
+                  jb, jl, arith::MulFOp::create(jb, jl, g, h), d);
+              return SmallVector<Value>{
+                  vec.write(jb, jl, prev, jit[0], ValueRange{n, i, j}), e};
+            });
+        Value e = vector::ReductionOp::create(
+            ib, il, vector::CombiningKind::ADD, row[1], reassoc);
+        return SmallVector<Value>{row[0],
+                                  insertAt(ib, il, e, it[1], ValueRange{n, i})};
+      });
+  cots = rev[0], ends = rev[1];
+
+  // 5. Within the chunks, over (n, row, col, red).
+  Value scores = lowerTriangle(
+      product(qt, {0, 1, 3}, kt, {0, 2, 3}, zeros({chunks, c, c})));
+  Value dScores = lowerTriangle(
+      product(dyp, {0, 1, 3}, vp, {0, 2, 3}, zeros({chunks, c, c})));
+  Value entering = rows(states, zero, chunks);
+  Value leaving = rows(cots, one, chunks);
+  Value dqt =
+      product(dScores, {0, 1, 3}, kt, {0, 3, 2}, zeros({chunks, c, dk}));
+  dqt = product(dyp, {0, 1, 3}, entering, {0, 2, 3}, dqt);
+  Value dkt =
+      product(dScores, {0, 3, 1}, qt, {0, 3, 2}, zeros({chunks, c, dk}));
+  Value dkh =
+      product(vp, {0, 1, 3}, leaving, {0, 2, 3}, zeros({chunks, c, dk}));
+  Value dvp =
+      product(scores, {0, 3, 1}, dyp, {0, 3, 2}, zeros({chunks, c, dv}));
+  dvp = product(kh, {0, 1, 3}, leaving, {0, 3, 2}, dvp);
+
+  // 6. The steps of each chunk in reverse (past T: none): dq, dk, da
+  // (through a_t da_t, summed from the chunk's end) and dv.
+  Value carry = scratch({dk});
+  SmallVector<Value> out = loops(
+      b, loc, {chunks}, {results[0], results[1], results[2], results[3], carry},
+      [&](OpBuilder &nb, Location nl, ValueRange n, ValueRange it) {
+        Value start = arith::MulIOp::create(nb, nl, n[0], c);
+        Value len = arith::MinUIOp::create(
+            nb, nl, c, arith::SubIOp::create(nb, nl, steps, start));
+        Value lastRow = arith::SubIOp::create(nb, nl, len, one);
+        Value u = copyRow(nb, nl, ends, {n[0]}, it[4], {}, dk);
+        SmallVector<Value> init{it[0], it[1], it[2], it[3], u};
+        return loops(
+            nb, nl, {len}, init,
+            [&](OpBuilder &rb, Location rl, ValueRange rr, ValueRange rit) {
+              Value r = arith::SubIOp::create(rb, rl, lastRow, rr[0]);
+              Value t = arith::AddIOp::create(rb, rl, start, r);
+              SmallVector<Value> byKey = vec.over(
+                  rb, rl, dk, {rit[0], rit[1], rit[3], rit[4]},
+                  [&](OpBuilder &ib, Location il, Value i, ValueRange iit) {
+                    SmallVector<Value> cidx{n[0], r, i};
+                    SmallVector<Value> tidx = at({t, i});
+                    Value g = vec.read(ib, il, gamma, cidx);
+                    Value dq = arith::MulFOp::create(
+                        ib, il, vec.read(ib, il, dqt, cidx), g);
+                    Value fromEnd = arith::MulFOp::create(
+                        ib, il, vec.read(ib, il, dkh, cidx),
+                        vec.read(ib, il, gl, ValueRange{n[0], i}));
+                    Value dkv = arith::DivFOp::create(
+                        ib, il,
+                        arith::AddFOp::create(
+                            ib, il, vec.read(ib, il, dkt, cidx), fromEnd),
+                        g);
+                    Value q = vec.read(ib, il, op.getQ(), tidx);
+                    Value k = vec.read(ib, il, op.getK(), tidx);
+                    Value a = vec.read(ib, il, op.getA(), tidx, 1.0);
+                    Value w = arith::SubFOp::create(
+                        ib, il, arith::MulFOp::create(ib, il, q, dq),
+                        arith::MulFOp::create(ib, il, k, dkv));
+                    Value uNext = arith::AddFOp::create(
+                        ib, il, vec.read(ib, il, iit[3], ValueRange{i}), w);
+                    Value da = arith::DivFOp::create(ib, il, uNext, a);
+                    return SmallVector<Value>{
+                        vec.write(ib, il, dq, iit[0], tidx),
+                        vec.write(ib, il, dkv, iit[1], tidx),
+                        vec.write(ib, il, da, iit[2], tidx),
+                        vec.write(ib, il, uNext, iit[3], ValueRange{i})};
+                  });
+              Value dvOut =
+                  copyRow(rb, rl, dvp, {n[0], r}, rit[2], at({t}), dv);
+              return SmallVector<Value>{byKey[0], byKey[1], dvOut, byKey[2],
+                                        byKey[3]};
+            });
+      });
+
+  // dinit: the cotangent entering chunk 0.
+  Value dinit =
+      loops(b, loc, {dk}, {results[4]},
+            [&](OpBuilder &ib, Location il, ValueRange i, ValueRange it) {
+              return SmallVector<Value>{
+                  copyRow(ib, il, cots, {zero, i[0]}, it[0], at(i), dv)};
+            })[0];
+  return {out[0], out[1], out[2], out[3], dinit};
+}
+
+} // namespace
+
+bool loops::hasGlaGradProducts(GatedLinearAttentionGradOp op) {
+  Type elem = getElementTypeOrSelf(op.getQ().getType());
+  return (elem.isF32() || elem.isF64()) &&
+         getElementTypeOrSelf(op.getA().getType()) == elem &&
+         op.getChunkSize() >= 1 && op.getChunkSize() <= kMaxGlaProductChunk;
+}
+
+Value loops::glaGradProductsApply(OpBuilder &b, Location loc,
+                                  GatedLinearAttentionGradOp op,
+                                  ValueRange lead) {
+  auto aType = cast<RankedTensorType>(op.getA().getType());
+  Type elem = aType.getElementType();
+  int64_t rank = aType.getRank();
+  Rows vec(elem);
+  Value steps = dimSize(b, loc, op.getA(), rank - 2);
+  Value dk = dimSize(b, loc, op.getA(), rank - 1);
+  Value low = vec.splat(b, loc, smallestDecay(op.getChunkSize()));
+  Value high = vec.splat(b, loc, 1.0);
+  auto maskType = VectorType::get({vec.lanes}, b.getI1Type());
+  Value all =
+      arith::ConstantOp::create(b, loc, DenseElementsAttr::get(maskType, true));
+  Value in = buildLoop(
+      b, loc, indexConst(b, loc, 0), steps, {all},
+      [&](OpBuilder &tb, Location tl, ValueRange t, ValueRange tit) {
+        return vec.over(
+            tb, tl, dk, tit,
+            [&](OpBuilder &ib, Location il, Value i, ValueRange iit) {
+              // Lanes past the row read 1; ordered comparisons: a NaN is
+              // out.
+              Value a = vec.read(ib, il, op.getA(),
+                                 concatIndices(lead, ValueRange{t[0], i}), 1.0);
+              Value ok = arith::AndIOp::create(
+                  ib, il,
+                  arith::CmpFOp::create(ib, il, arith::CmpFPredicate::OGE, a,
+                                        low),
+                  arith::CmpFOp::create(ib, il, arith::CmpFPredicate::OLE, a,
+                                        high));
+              return SmallVector<Value>{
+                  arith::AndIOp::create(ib, il, iit[0], ok)};
+            });
+      })[0];
+  return vector::ReductionOp::create(b, loc, vector::CombiningKind::AND, in);
+}
+
+SmallVector<Value> loops::buildGlaGradProducts(OpBuilder &b, Location loc,
+                                               GatedLinearAttentionGradOp op,
+                                               ValueRange lead,
+                                               ValueRange results) {
+  return Products(b, loc, op, lead).build(results);
+}
