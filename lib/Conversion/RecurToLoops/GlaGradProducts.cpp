@@ -129,13 +129,21 @@ private:
   bool inBounds = true;
 };
 
+/// One chunk's operands as tiles: its steps' rows (past T: decay 1,
+/// zeros).
+struct ChunkTiles {
+  /// [C, dk]: Γ, q Γ, k / Γ and k Γ[C-1] / Γ; [dk]: Γ[C-1].
+  Value gamma, qt, kt, kh, last;
+  /// [C, dv]: v and dy.
+  Value v, dy;
+};
+
 /// The builder of one leading index's product form.
 class Products {
 public:
   Products(OpBuilder &b, Location loc, GatedLinearAttentionGradOp op,
            ValueRange lead)
-      : b(b), loc(loc), op(op), lead(lead),
-        rowsOf(getElementTypeOrSelf(op.getQ().getType())) {
+      : op(op), lead(lead), vec(getElementTypeOrSelf(op.getQ().getType())) {
     auto qType = cast<RankedTensorType>(op.getQ().getType());
     elem = qType.getElementType();
     int64_t rank = qType.getRank();
@@ -154,41 +162,42 @@ public:
   }
 
   /// (dq, dk, dv, da, dinit) with this leading index's elements written.
-  SmallVector<Value> build(ValueRange results);
+  SmallVector<Value> build(OpBuilder &b, Location loc, ValueRange results);
 
 private:
   SmallVector<Value> at(ValueRange tail) { return concatIndices(lead, tail); }
-  Value fconst(OpBuilder &fb, Location fl, double x) {
-    return floatConst(fb, fl, elem, x);
-  }
-  /// A per-index scratch tensor of `elem` with dimensions `sizes`.
-  Value scratch(ArrayRef<Value> sizes) {
+
+  /// Scratch of `elem` with dimensions `sizes` for one iteration.
+  Value scratch(OpBuilder &b, Location loc, ArrayRef<Value> sizes) {
     SmallVector<int64_t> shape(sizes.size(), ShapedType::kDynamic);
     for (auto [d, size] : llvm::enumerate(sizes))
       if (std::optional<int64_t> n = getConstantIntValue(size))
         shape[d] = *n;
     return privateScratch(b, loc, RankedTensorType::get(shape, elem), sizes);
   }
-  Value zeros(ArrayRef<Value> sizes) {
-    return linalg::FillOp::create(b, loc, ValueRange{fconst(b, loc, 0.0)},
-                                  ValueRange{scratch(sizes)})
+  Value zeros(OpBuilder &b, Location loc, ArrayRef<Value> sizes) {
+    return linalg::FillOp::create(b, loc,
+                                  ValueRange{floatConst(b, loc, elem, 0.0)},
+                                  ValueRange{scratch(b, loc, sizes)})
         .getResult(0);
   }
 
-  /// `init[n, row, col] += sum_red x * y` over the dimensions (n, row, col,
-  /// red) with the operands' maps given as dimension lists.
-  Value product(Value x, ArrayRef<unsigned> xDims, Value y,
-                ArrayRef<unsigned> yDims, Value init) {
+  /// `init[row, col] += sum_red x * y` over the dimensions (row, col, red),
+  /// the operands' maps given as dimension lists: a contraction that
+  /// recur-block-contractions runs in register blocks.
+  Value product(OpBuilder &b, Location loc, Value x, ArrayRef<unsigned> xDims,
+                Value y, ArrayRef<unsigned> yDims, Value init) {
     MLIRContext *ctx = b.getContext();
     auto map = [&](ArrayRef<unsigned> dims) {
       SmallVector<AffineExpr> exprs;
       for (unsigned d : dims)
         exprs.push_back(getAffineDimExpr(d, ctx));
-      return AffineMap::get(4, 0, exprs, ctx);
+      return AffineMap::get(3, 0, exprs, ctx);
     };
-    SmallVector<AffineMap> maps{map(xDims), map(yDims), map({0, 1, 2})};
-    SmallVector<utils::IteratorType> iters(3, utils::IteratorType::parallel);
-    iters.push_back(utils::IteratorType::reduction);
+    SmallVector<AffineMap> maps{map(xDims), map(yDims), map({0, 1})};
+    SmallVector<utils::IteratorType> iters{utils::IteratorType::parallel,
+                                           utils::IteratorType::parallel,
+                                           utils::IteratorType::reduction};
     return linalg::GenericOp::create(
                b, loc, TypeRange{init.getType()}, ValueRange{x, y},
                ValueRange{init}, maps, iters,
@@ -201,36 +210,40 @@ private:
         .getResult(0);
   }
 
-  /// `x[n, r, s]` zeroed above the diagonal (s > r).
-  Value lowerTriangle(Value x) {
+  /// `x[r, s]` zeroed above the diagonal (s > r).
+  Value lowerTriangle(OpBuilder &b, Location loc, Value x) {
     MLIRContext *ctx = b.getContext();
-    AffineMap id = AffineMap::getMultiDimIdentityMap(3, ctx);
-    SmallVector<utils::IteratorType> iters(3, utils::IteratorType::parallel);
+    AffineMap id = AffineMap::getMultiDimIdentityMap(2, ctx);
+    SmallVector<utils::IteratorType> iters(2, utils::IteratorType::parallel);
     return linalg::GenericOp::create(
                b, loc, TypeRange{x.getType()}, ValueRange{}, ValueRange{x},
                SmallVector<AffineMap>{id}, iters,
                [&](OpBuilder &gb, Location gl, ValueRange args) {
-                 Value r = linalg::IndexOp::create(gb, gl, 1);
-                 Value s = linalg::IndexOp::create(gb, gl, 2);
+                 Value r = linalg::IndexOp::create(gb, gl, 0);
+                 Value s = linalg::IndexOp::create(gb, gl, 1);
                  Value keep = arith::CmpIOp::create(
                      gb, gl, arith::CmpIPredicate::ule, s, r);
-                 linalg::YieldOp::create(
-                     gb, gl,
-                     ValueRange{arith::SelectOp::create(gb, gl, keep, args[0],
-                                                        fconst(gb, gl, 0.0))});
+                 linalg::YieldOp::create(gb, gl,
+                                         ValueRange{arith::SelectOp::create(
+                                             gb, gl, keep, args[0],
+                                             floatConst(gb, gl, elem, 0.0))});
                })
         .getResult(0);
   }
 
-  /// `x[from : from + n]` along the first dimension of a `[?, dk, dv]`
-  /// tensor.
-  Value rows(Value x, Value from, Value n) {
-    SmallVector<OpFoldResult> offsets{from, b.getIndexAttr(0),
+  /// Row `row` of a `[?, dk, dv]` stack, as a `[dk, dv]` tensor.
+  Value stackRow(OpBuilder &b, Location loc, Value stack, Value row) {
+    SmallVector<OpFoldResult> offsets{row, b.getIndexAttr(0),
                                       b.getIndexAttr(0)};
-    SmallVector<OpFoldResult> sizes{n, getAsOpFoldResult(dk),
+    SmallVector<OpFoldResult> sizes{b.getIndexAttr(1), getAsOpFoldResult(dk),
                                     getAsOpFoldResult(dv)};
     SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
-    return tensor::ExtractSliceOp::create(b, loc, x, offsets, sizes, strides);
+    auto type = RankedTensorType::get(
+        {getConstantIntValue(dk).value_or(ShapedType::kDynamic),
+         getConstantIntValue(dv).value_or(ShapedType::kDynamic)},
+        elem);
+    return tensor::ExtractSliceOp::create(b, loc, type, stack, offsets, sizes,
+                                          strides);
   }
 
   /// Nested loops (not parallel: one leading index runs on one thread)
@@ -255,124 +268,133 @@ private:
   /// `dst[prefix..., :] = src[srcPrefix..., :]` over a row of `n`.
   Value copyRow(OpBuilder &rb, Location rl, Value src, ValueRange srcPrefix,
                 Value dst, ValueRange prefix, Value n) {
-    return rowsOf.over(
-        rb, rl, n, {dst},
-        [&](OpBuilder &jb, Location jl, Value j, ValueRange it) {
-          Value x = rowsOf.read(jb, jl, src, concatIndices(srcPrefix, j));
-          return SmallVector<Value>{
-              rowsOf.write(jb, jl, x, it[0], concatIndices(prefix, j))};
-        })[0];
+    return vec.over(rb, rl, n, {dst},
+                    [&](OpBuilder &jb, Location jl, Value j, ValueRange it) {
+                      Value x =
+                          vec.read(jb, jl, src, concatIndices(srcPrefix, j));
+                      return SmallVector<Value>{vec.write(
+                          jb, jl, x, it[0], concatIndices(prefix, j))};
+                    })[0];
   }
 
-  OpBuilder &b;
-  Location loc;
+  /// Chunk `n`'s tiles; with `all` unset, only Γ, its last row, K^ and v
+  /// (the forward pass's).
+  ChunkTiles tiles(OpBuilder &b, Location loc, Value n, bool all);
+
   GatedLinearAttentionGradOp op;
   ValueRange lead;
-  Rows rowsOf;
+  Rows vec;
   Type elem;
   int64_t chunk;
   Value steps, dk, dv, c, zero, one, chunks;
 };
 
-SmallVector<Value> Products::build(ValueRange results) {
-  auto reassoc = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
-  Rows &vec = rowsOf;
+ChunkTiles Products::tiles(OpBuilder &b, Location loc, Value n, bool all) {
   Value last = arith::SubIOp::create(b, loc, steps, one);
-
-  // 1. Per chunk: the decays Γ, q Γ, k / Γ and v, dy (padded past T with
-  // decay 1 and zeros, which change nothing), then K^ = (k / Γ) Γ[C-1].
-  Value gamma = scratch({chunks, c, dk}), qt = scratch({chunks, c, dk}),
-        kt = scratch({chunks, c, dk}), kh = scratch({chunks, c, dk});
-  Value gl = scratch({chunks, dk});
-  Value vp = scratch({chunks, c, dv}), dyp = scratch({chunks, c, dv});
-  SmallVector<Value> pro = loops(
-      b, loc, {chunks}, {gamma, qt, kt, kh, gl, vp, dyp},
-      [&](OpBuilder &nb, Location nl, ValueRange n, ValueRange it) {
-        SmallVector<Value> inner = loops(
-            nb, nl, {c}, it,
-            [&](OpBuilder &rb, Location rl, ValueRange r, ValueRange rit) {
-              // The row's step, clamped to the last (a padding row of the
-              // last chunk reads the last step, then selects its padding).
-              Value t = arith::AddIOp::create(
-                  rb, rl, arith::MulIOp::create(rb, rl, n[0], c), r[0]);
-              Value valid = arith::CmpIOp::create(
-                  rb, rl, arith::CmpIPredicate::ult, t, steps);
-              t = arith::MinUIOp::create(rb, rl, t, last);
-              Value first = arith::CmpIOp::create(
-                  rb, rl, arith::CmpIPredicate::eq, r[0], zero);
-              Value prevRow = arith::SelectOp::create(
-                  rb, rl, first, zero,
-                  arith::SubIOp::create(rb, rl, r[0], one));
-              auto orPad = [&](OpBuilder &ib, Location il, Value src, Value i,
-                               double pad) -> Value {
-                return arith::SelectOp::create(
-                    ib, il, valid, vec.read(ib, il, src, at({t, i})),
-                    vec.splat(ib, il, pad));
-              };
-              SmallVector<Value> byKey = vec.over(
-                  rb, rl, dk, rit.take_front(3),
-                  [&](OpBuilder &ib, Location il, Value i, ValueRange iit) {
-                    Value a = orPad(ib, il, op.getA(), i, 1.0);
-                    Value q = orPad(ib, il, op.getQ(), i, 0.0);
-                    Value k = orPad(ib, il, op.getK(), i, 0.0);
-                    Value prev = arith::SelectOp::create(
-                        ib, il, first, vec.splat(ib, il, 1.0),
-                        vec.read(ib, il, iit[0], ValueRange{n[0], prevRow, i}));
-                    Value g = arith::MulFOp::create(ib, il, prev, a);
-                    SmallVector<Value> idx{n[0], r[0], i};
-                    return SmallVector<Value>{
-                        vec.write(ib, il, g, iit[0], idx),
-                        vec.write(ib, il, arith::MulFOp::create(ib, il, q, g),
-                                  iit[1], idx),
-                        vec.write(ib, il, arith::DivFOp::create(ib, il, k, g),
-                                  iit[2], idx)};
-                  });
-              SmallVector<Value> byValue = vec.over(
-                  rb, rl, dv, rit.take_back(2),
-                  [&](OpBuilder &jb, Location jl, Value j, ValueRange jit) {
-                    SmallVector<Value> idx{n[0], r[0], j};
-                    return SmallVector<Value>{
-                        vec.write(jb, jl, orPad(jb, jl, op.getV(), j, 0.0),
-                                  jit[0], idx),
-                        vec.write(jb, jl, orPad(jb, jl, op.getDy(), j, 0.0),
-                                  jit[1], idx)};
-                  });
-              return SmallVector<Value>{byKey[0], byKey[1],   byKey[2],  rit[3],
-                                        rit[4],   byValue[0], byValue[1]};
+  ChunkTiles t;
+  t.gamma = scratch(b, loc, {c, dk});
+  t.qt = all ? scratch(b, loc, {c, dk}) : Value();
+  t.kt = scratch(b, loc, {c, dk});
+  t.v = scratch(b, loc, {c, dv});
+  t.dy = all ? scratch(b, loc, {c, dv}) : Value();
+  SmallVector<Value> keyTiles{t.gamma, t.kt};
+  if (all)
+    keyTiles.push_back(t.qt);
+  SmallVector<Value> valueTiles{t.v};
+  if (all)
+    valueTiles.push_back(t.dy);
+  SmallVector<Value> init(keyTiles);
+  llvm::append_range(init, valueTiles);
+  size_t numKeys = keyTiles.size();
+  SmallVector<Value> rows = loops(
+      b, loc, {c}, init,
+      [&](OpBuilder &rb, Location rl, ValueRange r, ValueRange rit) {
+        // The row's step, clamped to the last (a padding row of the last
+        // chunk reads the last step, then selects its padding).
+        Value step = arith::AddIOp::create(
+            rb, rl, arith::MulIOp::create(rb, rl, n, c), r[0]);
+        Value valid = arith::CmpIOp::create(rb, rl, arith::CmpIPredicate::ult,
+                                            step, steps);
+        step = arith::MinUIOp::create(rb, rl, step, last);
+        Value first =
+            arith::CmpIOp::create(rb, rl, arith::CmpIPredicate::eq, r[0], zero);
+        Value prevRow = arith::SelectOp::create(
+            rb, rl, first, zero, arith::SubIOp::create(rb, rl, r[0], one));
+        auto orPad = [&](OpBuilder &ib, Location il, Value src, Value i,
+                         double pad) -> Value {
+          return arith::SelectOp::create(ib, il, valid,
+                                         vec.read(ib, il, src, at({step, i})),
+                                         vec.splat(ib, il, pad));
+        };
+        SmallVector<Value> byKey = vec.over(
+            rb, rl, dk, rit.take_front(numKeys),
+            [&](OpBuilder &ib, Location il, Value i, ValueRange iit) {
+              Value a = orPad(ib, il, op.getA(), i, 1.0);
+              Value k = orPad(ib, il, op.getK(), i, 0.0);
+              Value prev = arith::SelectOp::create(
+                  ib, il, first, vec.splat(ib, il, 1.0),
+                  vec.read(ib, il, iit[0], ValueRange{prevRow, i}));
+              Value g = arith::MulFOp::create(ib, il, prev, a);
+              SmallVector<Value> idx{r[0], i};
+              SmallVector<Value> out{
+                  vec.write(ib, il, g, iit[0], idx),
+                  vec.write(ib, il, arith::DivFOp::create(ib, il, k, g), iit[1],
+                            idx)};
+              if (all) {
+                Value q = orPad(ib, il, op.getQ(), i, 0.0);
+                out.push_back(vec.write(
+                    ib, il, arith::MulFOp::create(ib, il, q, g), iit[2], idx));
+              }
+              return out;
             });
-        Value lastRow = indexConst(nb, nl, chunk - 1);
-        Value glOut =
-            copyRow(nb, nl, inner[0], {n[0], lastRow}, inner[4], {n[0]}, dk);
-        Value khOut = loops(
-            nb, nl, {c}, {inner[3]},
-            [&](OpBuilder &rb, Location rl, ValueRange r, ValueRange rit) {
-              return vec.over(
-                  rb, rl, dk, rit,
-                  [&](OpBuilder &ib, Location il, Value i, ValueRange iit) {
-                    SmallVector<Value> idx{n[0], r[0], i};
-                    Value x = arith::MulFOp::create(
-                        ib, il, vec.read(ib, il, inner[2], idx),
-                        vec.read(ib, il, glOut, ValueRange{n[0], i}));
-                    return SmallVector<Value>{
-                        vec.write(ib, il, x, iit[0], idx)};
-                  });
-            })[0];
-        return SmallVector<Value>{inner[0], inner[1], inner[2], khOut,
-                                  glOut,    inner[5], inner[6]};
+        SmallVector<Value> byValue = vec.over(
+            rb, rl, dv, rit.drop_front(numKeys),
+            [&](OpBuilder &jb, Location jl, Value j, ValueRange jit) {
+              SmallVector<Value> idx{r[0], j};
+              SmallVector<Value> out{vec.write(
+                  jb, jl, orPad(jb, jl, op.getV(), j, 0.0), jit[0], idx)};
+              if (all)
+                out.push_back(vec.write(
+                    jb, jl, orPad(jb, jl, op.getDy(), j, 0.0), jit[1], idx));
+              return out;
+            });
+        SmallVector<Value> next(byKey);
+        llvm::append_range(next, byValue);
+        return next;
       });
-  gamma = pro[0], qt = pro[1], kt = pro[2], kh = pro[3], gl = pro[4];
-  vp = pro[5], dyp = pro[6];
+  t.gamma = rows[0];
+  t.kt = rows[1];
+  if (all)
+    t.qt = rows[2];
+  t.v = rows[numKeys];
+  if (all)
+    t.dy = rows[numKeys + 1];
+  t.last = copyRow(b, loc, t.gamma, {indexConst(b, loc, chunk - 1)},
+                   scratch(b, loc, {dk}), {}, dk);
+  t.kh = loops(b, loc, {c}, {scratch(b, loc, {c, dk})},
+               [&](OpBuilder &rb, Location rl, ValueRange r, ValueRange rit) {
+                 return vec.over(
+                     rb, rl, dk, rit,
+                     [&](OpBuilder &ib, Location il, Value i, ValueRange iit) {
+                       SmallVector<Value> idx{r[0], i};
+                       Value x = arith::MulFOp::create(
+                           ib, il, vec.read(ib, il, t.kt, idx),
+                           vec.read(ib, il, t.last, ValueRange{i}));
+                       return SmallVector<Value>{
+                           vec.write(ib, il, x, iit[0], idx)};
+                     });
+               })[0];
+  return t;
+}
 
-  // 2. Each chunk's contribution to the state (K^^T v) and to the
-  // cotangent entering it (Q~^T dy), over (n, i, j, c).
-  Value deltaS = product(kh, {0, 3, 1}, vp, {0, 3, 2}, zeros({chunks, dk, dv}));
-  Value deltaG =
-      product(qt, {0, 3, 1}, dyp, {0, 3, 2}, zeros({chunks, dk, dv}));
+SmallVector<Value> Products::build(OpBuilder &b, Location loc,
+                                   ValueRange results) {
+  auto reassoc = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
 
-  // 3. The states entering each chunk: states[n] (states[N] the final
-  // state).
+  // 1. Forward: the state entering each chunk, states[n] (states[N] the
+  // final state): states[n + 1] = Γ[C-1] states[n] + K^^T v.
   Value chunksPlusOne = arith::AddIOp::create(b, loc, chunks, one);
-  Value states = scratch({chunksPlusOne, dk, dv});
+  Value states = scratch(b, loc, {chunksPlusOne, dk, dv});
   states =
       loops(b, loc, {dk}, {states},
             [&](OpBuilder &ib, Location il, ValueRange i, ValueRange it) {
@@ -388,142 +410,164 @@ SmallVector<Value> Products::build(ValueRange results) {
                   });
             })[0];
   states = loops(
-      b, loc, {chunks, dk}, {states},
-      [&](OpBuilder &ib, Location il, ValueRange ni, ValueRange it) {
-        Value n = ni[0], i = ni[1];
-        Value after = arith::AddIOp::create(ib, il, n, one);
-        Value g = vec.splat(ib, il, extractAt(ib, il, gl, ValueRange{n, i}));
-        return vec.over(
-            ib, il, dv, it,
-            [&](OpBuilder &jb, Location jl, Value j, ValueRange jit) {
-              Value s = vec.read(jb, jl, jit[0], ValueRange{n, i, j});
-              Value d = vec.read(jb, jl, deltaS, ValueRange{n, i, j});
-              Value next = arith::AddFOp::create(
-                  jb, jl, arith::MulFOp::create(jb, jl, g, s), d);
-              return SmallVector<Value>{
-                  vec.write(jb, jl, next, jit[0], ValueRange{after, i, j})};
+      b, loc, {chunks}, {states},
+      [&](OpBuilder &nb, Location nl, ValueRange n, ValueRange it) {
+        ChunkTiles t = tiles(nb, nl, n[0], /*all=*/false);
+        Value delta =
+            product(nb, nl, t.kh, {2, 0}, t.v, {2, 1}, zeros(nb, nl, {dk, dv}));
+        Value after = arith::AddIOp::create(nb, nl, n[0], one);
+        return loops(
+            nb, nl, {dk}, it,
+            [&](OpBuilder &ib, Location il, ValueRange i, ValueRange iit) {
+              Value g = vec.splat(ib, il, extractAt(ib, il, t.last, i));
+              return vec.over(
+                  ib, il, dv, iit,
+                  [&](OpBuilder &jb, Location jl, Value j, ValueRange jit) {
+                    Value s =
+                        vec.read(jb, jl, jit[0], ValueRange{n[0], i[0], j});
+                    Value d = vec.read(jb, jl, delta, ValueRange{i[0], j});
+                    Value next = arith::AddFOp::create(
+                        jb, jl, arith::MulFOp::create(jb, jl, g, s), d);
+                    return SmallVector<Value>{vec.write(
+                        jb, jl, next, jit[0], ValueRange{after, i[0], j})};
+                  });
             });
       })[0];
 
-  // 4. The cotangents in reverse: cots[n + 1] flows into the state leaving
-  // chunk n (cots[N] = dstate), cots[0] is dinit; with each chunk's
-  // E[n, i] = sum_j cots[n + 1][i, j] states[n + 1][i, j].
-  Value cots = scratch({chunksPlusOne, dk, dv});
-  Value ends = scratch({chunks, dk});
-  cots = loops(b, loc, {dk}, {cots},
-               [&](OpBuilder &ib, Location il, ValueRange i, ValueRange it) {
-                 return SmallVector<Value>{copyRow(
-                     ib, il, op.getDstate(), at(i), it[0], {chunks, i[0]}, dv)};
-               })[0];
+  // 2. Backward, chunk by chunk from the last, carrying G, the cotangent
+  // of the state leaving the chunk (dstate at first; dinit at the end).
+  Value carried = scratch(b, loc, {dk, dv});
+  carried = loops(b, loc, {dk}, {carried},
+                  [&](OpBuilder &ib, Location il, ValueRange i, ValueRange it) {
+                    return SmallVector<Value>{
+                        copyRow(ib, il, op.getDstate(), at(i), it[0], i, dv)};
+                  })[0];
   Value lastChunk = arith::SubIOp::create(b, loc, chunks, one);
-  SmallVector<Value> rev = loops(
-      b, loc, {chunks, dk}, {cots, ends},
-      [&](OpBuilder &ib, Location il, ValueRange ni, ValueRange it) {
-        Value n = arith::SubIOp::create(ib, il, lastChunk, ni[0]);
-        Value after = arith::AddIOp::create(ib, il, n, one);
-        Value i = ni[1];
-        Value g = vec.splat(ib, il, extractAt(ib, il, gl, ValueRange{n, i}));
-        SmallVector<Value> row = vec.over(
-            ib, il, dv, {it[0], vec.splat(ib, il, 0.0)},
-            [&](OpBuilder &jb, Location jl, Value j, ValueRange jit) {
-              Value h = vec.read(jb, jl, jit[0], ValueRange{after, i, j});
-              Value s = vec.read(jb, jl, states, ValueRange{after, i, j});
-              Value e = arith::AddFOp::create(
-                  jb, jl, jit[1], arith::MulFOp::create(jb, jl, h, s, reassoc),
-                  reassoc);
-              Value d = vec.read(jb, jl, deltaG, ValueRange{n, i, j});
-              Value prev = arith::AddFOp::create(
-                  jb, jl, arith::MulFOp::create(jb, jl, g, h), d);
-              return SmallVector<Value>{
-                  vec.write(jb, jl, prev, jit[0], ValueRange{n, i, j}), e};
-            });
-        Value e = vector::ReductionOp::create(
-            ib, il, vector::CombiningKind::ADD, row[1], reassoc);
-        return SmallVector<Value>{row[0],
-                                  insertAt(ib, il, e, it[1], ValueRange{n, i})};
-      });
-  cots = rev[0], ends = rev[1];
-
-  // 5. Within the chunks, over (n, row, col, red).
-  Value scores = lowerTriangle(
-      product(qt, {0, 1, 3}, kt, {0, 2, 3}, zeros({chunks, c, c})));
-  Value dScores = lowerTriangle(
-      product(dyp, {0, 1, 3}, vp, {0, 2, 3}, zeros({chunks, c, c})));
-  Value entering = rows(states, zero, chunks);
-  Value leaving = rows(cots, one, chunks);
-  Value dqt =
-      product(dScores, {0, 1, 3}, kt, {0, 3, 2}, zeros({chunks, c, dk}));
-  dqt = product(dyp, {0, 1, 3}, entering, {0, 2, 3}, dqt);
-  Value dkt =
-      product(dScores, {0, 3, 1}, qt, {0, 3, 2}, zeros({chunks, c, dk}));
-  Value dkh =
-      product(vp, {0, 1, 3}, leaving, {0, 2, 3}, zeros({chunks, c, dk}));
-  Value dvp =
-      product(scores, {0, 3, 1}, dyp, {0, 3, 2}, zeros({chunks, c, dv}));
-  dvp = product(kh, {0, 1, 3}, leaving, {0, 3, 2}, dvp);
-
-  // 6. The steps of each chunk in reverse (past T: none): dq, dk, da
-  // (through a_t da_t, summed from the chunk's end) and dv.
-  Value carry = scratch({dk});
+  SmallVector<Value> init(results.take_front(4));
+  init.push_back(carried);
   SmallVector<Value> out = loops(
-      b, loc, {chunks}, {results[0], results[1], results[2], results[3], carry},
-      [&](OpBuilder &nb, Location nl, ValueRange n, ValueRange it) {
-        Value start = arith::MulIOp::create(nb, nl, n[0], c);
+      b, loc, {chunks}, init,
+      [&](OpBuilder &nb, Location nl, ValueRange nn, ValueRange it) {
+        Value n = arith::SubIOp::create(nb, nl, lastChunk, nn[0]);
+        Value after = arith::AddIOp::create(nb, nl, n, one);
+        Value g = it[4];
+        ChunkTiles t = tiles(nb, nl, n, /*all=*/true);
+        Value entering = stackRow(nb, nl, states, n);
+        Value leaving = stackRow(nb, nl, states, after);
+
+        // E[i] = sum_j G[i, j] S[i, j], S the state leaving the chunk.
+        Value ends = loops(
+            nb, nl, {dk}, {scratch(nb, nl, {dk})},
+            [&](OpBuilder &ib, Location il, ValueRange i, ValueRange iit) {
+              Value sum = vec.over(
+                  ib, il, dv, {vec.splat(ib, il, 0.0)},
+                  [&](OpBuilder &jb, Location jl, Value j, ValueRange jit) {
+                    Value h = vec.read(jb, jl, g, ValueRange{i[0], j});
+                    Value s = vec.read(jb, jl, leaving, ValueRange{i[0], j});
+                    return SmallVector<Value>{arith::AddFOp::create(
+                        jb, jl, jit[0],
+                        arith::MulFOp::create(jb, jl, h, s, reassoc), reassoc)};
+                  })[0];
+              Value e = vector::ReductionOp::create(
+                  ib, il, vector::CombiningKind::ADD, sum, reassoc);
+              return SmallVector<Value>{insertAt(ib, il, e, iit[0], i)};
+            })[0];
+
+        // The chunk's products, over (row, col, red).
+        Value scores = lowerTriangle(
+            nb, nl,
+            product(nb, nl, t.qt, {0, 2}, t.kt, {1, 2}, zeros(nb, nl, {c, c})));
+        Value dScores = lowerTriangle(
+            nb, nl,
+            product(nb, nl, t.dy, {0, 2}, t.v, {1, 2}, zeros(nb, nl, {c, c})));
+        Value dqt = product(nb, nl, dScores, {0, 2}, t.kt, {2, 1},
+                            zeros(nb, nl, {c, dk}));
+        dqt = product(nb, nl, t.dy, {0, 2}, entering, {1, 2}, dqt);
+        Value dkt = product(nb, nl, dScores, {2, 0}, t.qt, {2, 1},
+                            zeros(nb, nl, {c, dk}));
+        Value dkh =
+            product(nb, nl, t.v, {0, 2}, g, {1, 2}, zeros(nb, nl, {c, dk}));
+        Value dvc = product(nb, nl, scores, {2, 0}, t.dy, {2, 1},
+                            zeros(nb, nl, {c, dv}));
+        dvc = product(nb, nl, t.kh, {0, 2}, g, {2, 1}, dvc);
+        Value deltaG = product(nb, nl, t.qt, {2, 0}, t.dy, {2, 1},
+                               zeros(nb, nl, {dk, dv}));
+
+        // The chunk's steps in reverse (past T: none): dq, dk, da (through
+        // a_t da_t, summed from the chunk's end) and dv.
+        Value start = arith::MulIOp::create(nb, nl, n, c);
         Value len = arith::MinUIOp::create(
             nb, nl, c, arith::SubIOp::create(nb, nl, steps, start));
         Value lastRow = arith::SubIOp::create(nb, nl, len, one);
-        Value u = copyRow(nb, nl, ends, {n[0]}, it[4], {}, dk);
-        SmallVector<Value> init{it[0], it[1], it[2], it[3], u};
-        return loops(
-            nb, nl, {len}, init,
+        SmallVector<Value> written = loops(
+            nb, nl, {len}, {it[0], it[1], it[2], it[3], ends},
             [&](OpBuilder &rb, Location rl, ValueRange rr, ValueRange rit) {
               Value r = arith::SubIOp::create(rb, rl, lastRow, rr[0]);
-              Value t = arith::AddIOp::create(rb, rl, start, r);
+              Value step = arith::AddIOp::create(rb, rl, start, r);
               SmallVector<Value> byKey = vec.over(
                   rb, rl, dk, {rit[0], rit[1], rit[3], rit[4]},
                   [&](OpBuilder &ib, Location il, Value i, ValueRange iit) {
-                    SmallVector<Value> cidx{n[0], r, i};
-                    SmallVector<Value> tidx = at({t, i});
-                    Value g = vec.read(ib, il, gamma, cidx);
+                    SmallVector<Value> cidx{r, i};
+                    SmallVector<Value> tidx = at({step, i});
+                    Value gm = vec.read(ib, il, t.gamma, cidx);
                     Value dq = arith::MulFOp::create(
-                        ib, il, vec.read(ib, il, dqt, cidx), g);
+                        ib, il, vec.read(ib, il, dqt, cidx), gm);
                     Value fromEnd = arith::MulFOp::create(
                         ib, il, vec.read(ib, il, dkh, cidx),
-                        vec.read(ib, il, gl, ValueRange{n[0], i}));
+                        vec.read(ib, il, t.last, ValueRange{i}));
                     Value dkv = arith::DivFOp::create(
                         ib, il,
                         arith::AddFOp::create(
                             ib, il, vec.read(ib, il, dkt, cidx), fromEnd),
-                        g);
+                        gm);
                     Value q = vec.read(ib, il, op.getQ(), tidx);
                     Value k = vec.read(ib, il, op.getK(), tidx);
                     Value a = vec.read(ib, il, op.getA(), tidx, 1.0);
                     Value w = arith::SubFOp::create(
                         ib, il, arith::MulFOp::create(ib, il, q, dq),
                         arith::MulFOp::create(ib, il, k, dkv));
-                    Value uNext = arith::AddFOp::create(
+                    Value u = arith::AddFOp::create(
                         ib, il, vec.read(ib, il, iit[3], ValueRange{i}), w);
-                    Value da = arith::DivFOp::create(ib, il, uNext, a);
+                    Value da = arith::DivFOp::create(ib, il, u, a);
                     return SmallVector<Value>{
                         vec.write(ib, il, dq, iit[0], tidx),
                         vec.write(ib, il, dkv, iit[1], tidx),
                         vec.write(ib, il, da, iit[2], tidx),
-                        vec.write(ib, il, uNext, iit[3], ValueRange{i})};
+                        vec.write(ib, il, u, iit[3], ValueRange{i})};
                   });
-              Value dvOut =
-                  copyRow(rb, rl, dvp, {n[0], r}, rit[2], at({t}), dv);
+              Value dvOut = copyRow(rb, rl, dvc, {r}, rit[2], at({step}), dv);
               return SmallVector<Value>{byKey[0], byKey[1], dvOut, byKey[2],
                                         byKey[3]};
             });
+
+        // G entering the chunk: Γ[C-1] G + Q~^T dy.
+        Value next = loops(
+            nb, nl, {dk}, {scratch(nb, nl, {dk, dv})},
+            [&](OpBuilder &ib, Location il, ValueRange i, ValueRange iit) {
+              Value gl = vec.splat(ib, il, extractAt(ib, il, t.last, i));
+              return vec.over(
+                  ib, il, dv, iit,
+                  [&](OpBuilder &jb, Location jl, Value j, ValueRange jit) {
+                    SmallVector<Value> idx{i[0], j};
+                    Value h = arith::AddFOp::create(
+                        jb, jl,
+                        arith::MulFOp::create(jb, jl, gl,
+                                              vec.read(jb, jl, g, idx)),
+                        vec.read(jb, jl, deltaG, idx));
+                    return SmallVector<Value>{
+                        vec.write(jb, jl, h, jit[0], idx)};
+                  });
+            })[0];
+        return SmallVector<Value>{written[0], written[1], written[2],
+                                  written[3], next};
       });
 
   // dinit: the cotangent entering chunk 0.
-  Value dinit =
-      loops(b, loc, {dk}, {results[4]},
-            [&](OpBuilder &ib, Location il, ValueRange i, ValueRange it) {
-              return SmallVector<Value>{
-                  copyRow(ib, il, cots, {zero, i[0]}, it[0], at(i), dv)};
-            })[0];
+  Value dinit = loops(
+      b, loc, {dk}, {results[4]},
+      [&](OpBuilder &ib, Location il, ValueRange i, ValueRange it) {
+        return SmallVector<Value>{copyRow(ib, il, out[4], i, it[0], at(i), dv)};
+      })[0];
   return {out[0], out[1], out[2], out[3], dinit};
 }
 
@@ -577,5 +621,5 @@ SmallVector<Value> loops::buildGlaGradProducts(OpBuilder &b, Location loc,
                                                GatedLinearAttentionGradOp op,
                                                ValueRange lead,
                                                ValueRange results) {
-  return Products(b, loc, op, lead).build(results);
+  return Products(b, loc, op, lead).build(b, loc, results);
 }
