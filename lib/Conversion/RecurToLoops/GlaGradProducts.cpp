@@ -175,11 +175,17 @@ private:
         shape[d] = *n;
     return privateScratch(b, loc, RankedTensorType::get(shape, elem), sizes);
   }
-  Value zeros(OpBuilder &b, Location loc, ArrayRef<Value> sizes) {
+  /// `dest` filled with zeros.
+  Value zeros(OpBuilder &b, Location loc, Value dest) {
     return linalg::FillOp::create(b, loc,
                                   ValueRange{floatConst(b, loc, elem, 0.0)},
-                                  ValueRange{scratch(b, loc, sizes)})
+                                  ValueRange{dest})
         .getResult(0);
+  }
+  /// `x` `[m, n]` transposed into `dest` `[n, m]`.
+  Value transposed(OpBuilder &b, Location loc, Value x, Value dest) {
+    return linalg::TransposeOp::create(b, loc, x, dest, ArrayRef<int64_t>{1, 0})
+        ->getResult(0);
   }
 
   /// `init[row, col] += sum_red x * y` over the dimensions (row, col, red),
@@ -277,9 +283,10 @@ private:
                     })[0];
   }
 
-  /// Chunk `n`'s tiles; with `all` unset, only Γ, its last row, K^ and v
-  /// (the forward pass's).
-  ChunkTiles tiles(OpBuilder &b, Location loc, Value n, bool all);
+  /// Chunk `n`'s tiles, written into `dest`'s; with `all` unset, only Γ,
+  /// its last row, K^ and v (the forward pass's).
+  ChunkTiles tiles(OpBuilder &b, Location loc, Value n, bool all,
+                   const ChunkTiles &dest);
 
   GatedLinearAttentionGradOp op;
   ValueRange lead;
@@ -289,14 +296,12 @@ private:
   Value steps, dk, dv, c, zero, one, chunks;
 };
 
-ChunkTiles Products::tiles(OpBuilder &b, Location loc, Value n, bool all) {
+ChunkTiles Products::tiles(OpBuilder &b, Location loc, Value n, bool all,
+                           const ChunkTiles &dest) {
   Value last = arith::SubIOp::create(b, loc, steps, one);
-  ChunkTiles t;
-  t.gamma = scratch(b, loc, {c, dk});
-  t.qt = all ? scratch(b, loc, {c, dk}) : Value();
-  t.kt = scratch(b, loc, {c, dk});
-  t.v = scratch(b, loc, {c, dv});
-  t.dy = all ? scratch(b, loc, {c, dv}) : Value();
+  ChunkTiles t = dest;
+  if (!all)
+    t.qt = t.dy = Value();
   SmallVector<Value> keyTiles{t.gamma, t.kt};
   if (all)
     keyTiles.push_back(t.qt);
@@ -369,9 +374,9 @@ ChunkTiles Products::tiles(OpBuilder &b, Location loc, Value n, bool all) {
   t.v = rows[numKeys];
   if (all)
     t.dy = rows[numKeys + 1];
-  t.last = copyRow(b, loc, t.gamma, {indexConst(b, loc, chunk - 1)},
-                   scratch(b, loc, {dk}), {}, dk);
-  t.kh = loops(b, loc, {c}, {scratch(b, loc, {c, dk})},
+  t.last =
+      copyRow(b, loc, t.gamma, {indexConst(b, loc, chunk - 1)}, t.last, {}, dk);
+  t.kh = loops(b, loc, {c}, {t.kh},
                [&](OpBuilder &rb, Location rl, ValueRange r, ValueRange rit) {
                  return vec.over(
                      rb, rl, dk, rit,
@@ -390,6 +395,23 @@ ChunkTiles Products::tiles(OpBuilder &b, Location loc, Value n, bool all) {
 SmallVector<Value> Products::build(OpBuilder &b, Location loc,
                                    ValueRange results) {
   auto reassoc = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
+  // Every chunk's tiles and products go to these, allocated once per
+  // leading index (each chunk overwrites them whole).
+  ChunkTiles pool;
+  pool.gamma = scratch(b, loc, {c, dk});
+  pool.qt = scratch(b, loc, {c, dk});
+  pool.kt = scratch(b, loc, {c, dk});
+  pool.kh = scratch(b, loc, {c, dk});
+  pool.last = scratch(b, loc, {dk});
+  pool.v = scratch(b, loc, {c, dv});
+  pool.dy = scratch(b, loc, {c, dv});
+  Value ktT = scratch(b, loc, {dk, c}), vT = scratch(b, loc, {dv, c});
+  Value enteringT = scratch(b, loc, {dv, dk}), gT = scratch(b, loc, {dv, dk});
+  Value scoresBuf = scratch(b, loc, {c, c}),
+        dScoresBuf = scratch(b, loc, {c, c});
+  Value dqtBuf = scratch(b, loc, {c, dk}), dktBuf = scratch(b, loc, {c, dk});
+  Value dkhBuf = scratch(b, loc, {c, dk}), dvcBuf = scratch(b, loc, {c, dv});
+  Value deltaBuf = scratch(b, loc, {dk, dv}), endsBuf = scratch(b, loc, {dk});
 
   // 1. Forward: the state entering each chunk, states[n] (states[N] the
   // final state): states[n + 1] = Γ[C-1] states[n] + K^^T v.
@@ -412,9 +434,9 @@ SmallVector<Value> Products::build(OpBuilder &b, Location loc,
   states = loops(
       b, loc, {chunks}, {states},
       [&](OpBuilder &nb, Location nl, ValueRange n, ValueRange it) {
-        ChunkTiles t = tiles(nb, nl, n[0], /*all=*/false);
+        ChunkTiles t = tiles(nb, nl, n[0], /*all=*/false, pool);
         Value delta =
-            product(nb, nl, t.kh, {2, 0}, t.v, {2, 1}, zeros(nb, nl, {dk, dv}));
+            product(nb, nl, t.kh, {2, 0}, t.v, {2, 1}, zeros(nb, nl, deltaBuf));
         Value after = arith::AddIOp::create(nb, nl, n[0], one);
         return loops(
             nb, nl, {dk}, it,
@@ -451,13 +473,13 @@ SmallVector<Value> Products::build(OpBuilder &b, Location loc,
         Value n = arith::SubIOp::create(nb, nl, lastChunk, nn[0]);
         Value after = arith::AddIOp::create(nb, nl, n, one);
         Value g = it[4];
-        ChunkTiles t = tiles(nb, nl, n, /*all=*/true);
+        ChunkTiles t = tiles(nb, nl, n, /*all=*/true, pool);
         Value entering = stackRow(nb, nl, states, n);
         Value leaving = stackRow(nb, nl, states, after);
 
         // E[i] = sum_j G[i, j] S[i, j], S the state leaving the chunk.
         Value ends = loops(
-            nb, nl, {dk}, {scratch(nb, nl, {dk})},
+            nb, nl, {dk}, {endsBuf},
             [&](OpBuilder &ib, Location il, ValueRange i, ValueRange iit) {
               Value sum = vec.over(
                   ib, il, dv, {vec.splat(ib, il, 0.0)},
@@ -474,24 +496,32 @@ SmallVector<Value> Products::build(OpBuilder &b, Location loc,
             })[0];
 
         // The chunk's products, over (row, col, red).
-        Value scores = lowerTriangle(
-            nb, nl,
-            product(nb, nl, t.qt, {0, 2}, t.kt, {1, 2}, zeros(nb, nl, {c, c})));
-        Value dScores = lowerTriangle(
-            nb, nl,
-            product(nb, nl, t.dy, {0, 2}, t.v, {1, 2}, zeros(nb, nl, {c, c})));
+        // (B operands whose columns are not contiguous are transposed
+        // here, into the pool, so that recur-block-contractions reads them
+        // by rows without a copy of its own.)
+        Value kTiles = transposed(nb, nl, t.kt, ktT);
+        Value vTiles = transposed(nb, nl, t.v, vT);
+        Value sT = transposed(nb, nl, entering, enteringT);
+        Value hT = transposed(nb, nl, g, gT);
+        Value scores = lowerTriangle(nb, nl,
+                                     product(nb, nl, t.qt, {0, 2}, kTiles,
+                                             {2, 1}, zeros(nb, nl, scoresBuf)));
+        Value dScores =
+            lowerTriangle(nb, nl,
+                          product(nb, nl, t.dy, {0, 2}, vTiles, {2, 1},
+                                  zeros(nb, nl, dScoresBuf)));
         Value dqt = product(nb, nl, dScores, {0, 2}, t.kt, {2, 1},
-                            zeros(nb, nl, {c, dk}));
-        dqt = product(nb, nl, t.dy, {0, 2}, entering, {1, 2}, dqt);
+                            zeros(nb, nl, dqtBuf));
+        dqt = product(nb, nl, t.dy, {0, 2}, sT, {2, 1}, dqt);
         Value dkt = product(nb, nl, dScores, {2, 0}, t.qt, {2, 1},
-                            zeros(nb, nl, {c, dk}));
+                            zeros(nb, nl, dktBuf));
         Value dkh =
-            product(nb, nl, t.v, {0, 2}, g, {1, 2}, zeros(nb, nl, {c, dk}));
+            product(nb, nl, t.v, {0, 2}, hT, {2, 1}, zeros(nb, nl, dkhBuf));
         Value dvc = product(nb, nl, scores, {2, 0}, t.dy, {2, 1},
-                            zeros(nb, nl, {c, dv}));
+                            zeros(nb, nl, dvcBuf));
         dvc = product(nb, nl, t.kh, {0, 2}, g, {2, 1}, dvc);
         Value deltaG = product(nb, nl, t.qt, {2, 0}, t.dy, {2, 1},
-                               zeros(nb, nl, {dk, dv}));
+                               zeros(nb, nl, deltaBuf));
 
         // The chunk's steps in reverse (past T: none): dq, dk, da (through
         // a_t da_t, summed from the chunk's end) and dv.
@@ -542,7 +572,7 @@ SmallVector<Value> Products::build(OpBuilder &b, Location loc,
 
         // G entering the chunk: Γ[C-1] G + Q~^T dy.
         Value next = loops(
-            nb, nl, {dk}, {scratch(nb, nl, {dk, dv})},
+            nb, nl, {dk}, {g},
             [&](OpBuilder &ib, Location il, ValueRange i, ValueRange iit) {
               Value gl = vec.splat(ib, il, extractAt(ib, il, t.last, i));
               return vec.over(
