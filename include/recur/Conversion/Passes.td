@@ -37,6 +37,17 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
       the decayed queries and keys, the intra-chunk scores (on and below the
       diagonal), the outputs from the scores and the carried state, and the
       state update, with the chunk's scratch tensors created in its loop.
+    - `gated_linear_attention_grad`: per leading index, the reverse sweep
+      (the states at chunk boundaries stacked going forward, then each
+      chunk's states recomputed and its steps swept backwards, four state
+      rows at a time). With `gla-grad-products` and real decays, an index
+      whose decays all lie in [2^(-32 / chunk), 1] goes by its product
+      form instead: a forward pass over the chunks (each chunk's K^T v a
+      contraction, the entering states stacked), then the chunks in
+      reverse, each one's ten products (the masked scores Q~ K~^T and
+      dy v^T, dq, dk, dv, the cotangent's update) as linalg contractions
+      over tiles allocated once per index, and the decays' cotangents from
+      `a_t da_t = sum_{s >= t} (q_s dq_s - k_s dk_s) + sum_j G S`.
     - `gate`, `halting`: one loop nest over the elements (tokens); halted
       tokens are exact copies (`arith.select`), and the halting threshold is
       compared in f64.
