@@ -269,3 +269,42 @@ func.func @left_alone(%x: tensor<8x16xf32>, %wt: tensor<16x8xf32>,
   } -> tensor<8x8xf32>
   return %0, %1, %2, %3 : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
 }
+
+// -----
+
+// A static row count: the rows left over after the blocks of 6 (16 = 2 x 6
+// + 4) go as one block of 4 rows (8 vector.fma a step) rather than one row
+// at a time.
+
+#xs = affine_map<(d0, d1, d2) -> (d0, d2)>
+#ws = affine_map<(d0, d1, d2) -> (d2, d1)>
+#ys = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// CHECK-LABEL: func.func @static_rows
+// CHECK: scf.for %{{.+}} = %c0{{(_[0-9]+)?}} to %c2{{(_[0-9]+)?}} step %c1{{(_[0-9]+)?}}
+// CHECK: scf.for
+// CHECK-COUNT-12: vector.fma
+// CHECK-NEXT: scf.yield
+// CHECK: } {recur.parallel}
+// CHECK: scf.for %[[R:.+]] = %c0{{(_[0-9]+)?}} to %c1{{(_[0-9]+)?}} step %c1{{(_[0-9]+)?}}
+// CHECK: %[[OFF:.+]] = arith.muli %[[R]], %c4{{(_[0-9]+)?}}
+// CHECK: arith.addi %c12{{(_[0-9]+)?}}, %[[OFF]]
+// CHECK: scf.for
+// CHECK-COUNT-8: vector.fma
+// CHECK-NEXT: scf.yield
+// CHECK: } {recur.parallel}
+// CHECK-NOT: scf.for
+// CHECK: return
+func.func @static_rows(%x: tensor<16x8xf32>, %w: tensor<8x16xf32>,
+                       %init: tensor<16x16xf32>) -> tensor<16x16xf32> {
+  %r = linalg.generic {indexing_maps = [#xs, #ws, #ys],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<16x8xf32>, tensor<8x16xf32>)
+      outs(%init : tensor<16x16xf32>) {
+  ^bb0(%in: f32, %in_w: f32, %out: f32):
+    %m = arith.mulf %in, %in_w : f32
+    %s = arith.addf %out, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<16x16xf32>
+  return %r : tensor<16x16xf32>
+}
