@@ -897,7 +897,9 @@ GlaGrads glaGradReference(const Tensor<double> &q, const Tensor<double> &k,
 }
 
 struct GlaGradCase {
-  int64_t steps, chunk;
+  /// dv: 12 has a partial vector; 16 makes every tile of f32 a multiple of
+  /// 8 (transposed by blocks of shuffles).
+  int64_t steps, chunk, dv;
   bool withInit;
   /// Head 1 gets one decay below the product form's least (that head
   /// takes the reverse sweep, head 0 the products).
@@ -911,8 +913,10 @@ struct GlaGradCase {
 /// to exactly 1, and a head outside the form beside one inside.
 TEST(ReferenceLowering, GatedLinearAttentionGradProducts) {
   const GlaGradCase cases[] = {
-      {1, 16, false, false}, {7, 16, true, false},    {64, 16, true, false},
-      {131, 8, true, false}, {131, 64, false, false}, {40, 16, true, true},
+      {1, 16, 12, false, false},   {7, 16, 12, true, false},
+      {64, 16, 16, true, false},   {131, 8, 12, true, false},
+      {131, 64, 16, false, false}, {40, 16, 12, true, true},
+      {40, 8, 16, false, true},
   };
   const std::string before =
       "convert-recur-to-loops{gla-grad-products},canonicalize,cse,"
@@ -921,9 +925,10 @@ TEST(ReferenceLowering, GatedLinearAttentionGradProducts) {
   for (Dtype dt : kDtypes)
     for (const GlaGradCase &c : cases) {
       SCOPED_TRACE("T=" + std::to_string(c.steps) + " chunk " +
-                   std::to_string(c.chunk) + " " + name(dt) +
+                   std::to_string(c.chunk) + " dv " + std::to_string(c.dv) +
+                   " " + name(dt) +
                    (c.oneSmallDecay ? " one small decay" : ""));
-      const int64_t heads = 2, dk = 8, dv = 12;
+      const int64_t heads = 2, dk = 8, dv = c.dv;
       std::vector<int64_t> keys{heads, c.steps, dk}, values{heads, c.steps, dv};
       std::vector<int64_t> sShape{heads, dk, dv};
       Tensor<double> q = rng.tensor(dt, keys), k = rng.tensor(dt, keys);

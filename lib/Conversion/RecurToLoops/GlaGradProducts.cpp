@@ -182,10 +182,67 @@ private:
                                   ValueRange{dest})
         .getResult(0);
   }
-  /// `x` `[m, n]` transposed into `dest` `[n, m]`.
+  /// `x` `[m, n]` transposed into `dest` `[n, m]`: an f32 tile of static
+  /// sizes that are multiples of 8 by blocks of 8 x 8, each eight rows of
+  /// vectors shuffled into eight columns (AVX's unpack, shuffle and 128-bit
+  /// permute, 24 shuffles); otherwise linalg.transpose (element by
+  /// element).
   Value transposed(OpBuilder &b, Location loc, Value x, Value dest) {
-    return linalg::TransposeOp::create(b, loc, x, dest, ArrayRef<int64_t>{1, 0})
-        ->getResult(0);
+    auto type = cast<RankedTensorType>(x.getType());
+    if (!elem.isF32() || !type.hasStaticShape() || type.getDimSize(0) % 8 ||
+        type.getDimSize(1) % 8)
+      return linalg::TransposeOp::create(b, loc, x, dest,
+                                         ArrayRef<int64_t>{1, 0})
+          ->getResult(0);
+    auto vecType = VectorType::get({8}, elem);
+    Value pad = floatConst(b, loc, elem, 0.0);
+    return loops(
+        b, loc,
+        {indexConst(b, loc, type.getDimSize(0) / 8),
+         indexConst(b, loc, type.getDimSize(1) / 8)},
+        {dest}, [&](OpBuilder &tb, Location tl, ValueRange ij, ValueRange it) {
+          Value eight = indexConst(tb, tl, 8);
+          Value r0 = arith::MulIOp::create(tb, tl, ij[0], eight);
+          Value c0 = arith::MulIOp::create(tb, tl, ij[1], eight);
+          auto plus = [&](Value base, int64_t k) -> Value {
+            return arith::AddIOp::create(tb, tl, base, indexConst(tb, tl, k));
+          };
+          auto shuffle = [&](Value u, Value v, ArrayRef<int64_t> mask) {
+            return vector::ShuffleOp::create(tb, tl, u, v, mask).getResult();
+          };
+          SmallVector<Value> rows;
+          for (int64_t i = 0; i < 8; ++i)
+            rows.push_back(vector::TransferReadOp::create(
+                tb, tl, vecType, x, ValueRange{plus(r0, i), c0}, pad,
+                ArrayRef<bool>{true}));
+          const int64_t lo[] = {0, 8, 1, 9, 4, 12, 5, 13};
+          const int64_t hi[] = {2, 10, 3, 11, 6, 14, 7, 15};
+          const int64_t even[] = {0, 1, 8, 9, 4, 5, 12, 13};
+          const int64_t odd[] = {2, 3, 10, 11, 6, 7, 14, 15};
+          const int64_t low128[] = {0, 1, 2, 3, 8, 9, 10, 11};
+          const int64_t high128[] = {4, 5, 6, 7, 12, 13, 14, 15};
+          SmallVector<Value> t, u, cols(8);
+          for (int64_t i = 0; i < 4; ++i) {
+            t.push_back(shuffle(rows[2 * i], rows[2 * i + 1], lo));
+            t.push_back(shuffle(rows[2 * i], rows[2 * i + 1], hi));
+          }
+          for (int64_t h = 0; h < 2; ++h)
+            for (int64_t i = 0; i < 2; ++i) {
+              u.push_back(shuffle(t[4 * h + i], t[4 * h + i + 2], even));
+              u.push_back(shuffle(t[4 * h + i], t[4 * h + i + 2], odd));
+            }
+          for (int64_t i = 0; i < 4; ++i) {
+            cols[i] = shuffle(u[i], u[i + 4], low128);
+            cols[i + 4] = shuffle(u[i], u[i + 4], high128);
+          }
+          Value out = it[0];
+          for (int64_t i = 0; i < 8; ++i)
+            out = vector::TransferWriteOp::create(tb, tl, cols[i], out,
+                                                  ValueRange{plus(c0, i), r0},
+                                                  ArrayRef<bool>{true})
+                      .getResult();
+          return SmallVector<Value>{out};
+        })[0];
   }
 
   /// `init[row, col] += sum_red x * y` over the dimensions (row, col, red),
