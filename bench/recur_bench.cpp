@@ -38,6 +38,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -174,6 +175,25 @@ public:
           "recur_backward");
   }
 
+  /// Sets the first transition of every leading index of the input `a`
+  /// (`a[..., 0, 0]`, an f32 `[..., T, dk]`) to `value`: a gla backward
+  /// then leaves its product form for the reverse sweep everywhere (its
+  /// decays must lie in [2^(-32 / chunk), 1]).
+  void setFirstDecays(float value) {
+    for (int32_t i = 0, in = 0; i < desc->num_args; ++i) {
+      if (desc->args[i].role != RECUR_ROLE_INPUT)
+        continue;
+      recur_tensor &t = inputs[in++];
+      if (std::string(desc->args[i].name) != "a" || t.dtype != RECUR_F32 ||
+          t.rank < 2)
+        continue;
+      int64_t row = t.shape[t.rank - 2] * t.shape[t.rank - 1];
+      auto *p = static_cast<float *>(t.data);
+      for (int64_t at = 0; at < recur_tensor_numel(&t); at += row)
+        p[at] = value;
+    }
+  }
+
   /// The bytes of the inputs plus the outputs: what one forward call must
   /// read and write at least.
   double ioBytes() const {
@@ -251,11 +271,15 @@ private:
 };
 
 /// Times `call` (forward or backward) of `desc` at `dims`, reporting
-/// `flops` per call as a rate and the I/O bytes of a forward call.
+/// `flops` per call as a rate and the I/O bytes of a forward call; with
+/// `firstDecay`, every leading index's first transition set to it.
 void runLayer(benchmark::State &st, const recur_layer_desc *desc,
-              std::vector<int64_t> dims, double flops, bool backward) {
+              std::vector<int64_t> dims, double flops, bool backward,
+              std::optional<float> firstDecay = std::nullopt) {
   recur_set_num_threads(gThreads);
   LayerCall call(desc, std::move(dims));
+  if (firstDecay)
+    call.setFirstDecays(*firstDecay);
   if (backward)
     call.prepareBackward();
   for (auto _ : st) {
@@ -481,8 +505,7 @@ void BM_RecurScanF32(benchmark::State &st) {
   runLayer(st, recur_ScanF32_layer(), {1, shapes().scanT}, 0, false);
 }
 void BM_RecurScanF32One(benchmark::State &st) {
-  runLayer(st, recur_ScanF32One_layer(), {1, shapes().scanT * 1024}, 0,
-           false);
+  runLayer(st, recur_ScanF32One_layer(), {1, shapes().scanT * 1024}, 0, false);
 }
 void BM_RecurScanC64(benchmark::State &st) {
   runLayer(st, recur_ScanC64_layer(), {1, shapes().scanT}, 0, false);
@@ -498,6 +521,12 @@ void BM_RecurGlaChunkedForward(benchmark::State &st) {
 void BM_RecurGlaBackward(benchmark::State &st) {
   runLayer(st, recur_Gla_layer(), {shapes().glaB, shapes().glaT},
            2 * glaFlops(), true);
+}
+/// The same with one decay of 0.1 per batch and head, below the product
+/// form's range: the reverse sweep everywhere.
+void BM_RecurGlaBackwardSweep(benchmark::State &st) {
+  runLayer(st, recur_Gla_layer(), {shapes().glaB, shapes().glaT},
+           2 * glaFlops(), true, 0.1f);
 }
 void BM_RecurWindowForward(benchmark::State &st) {
   runLayer(st, recur_Window_layer(), {1, shapes().winT}, windowFlops(), false);
@@ -561,6 +590,7 @@ void registerAll() {
   add("gla_fwd/recur_chunked", BM_RecurGlaChunkedForward);
   add("gla_fwd/plain_loop", BM_PlainGla);
   add("gla_bwd/recur", BM_RecurGlaBackward);
+  add("gla_bwd/recur_sweep", BM_RecurGlaBackwardSweep);
   add("window_fwd/recur", BM_RecurWindowForward);
   add("window_fwd/plain_loop", BM_PlainWindow);
   add("window_bwd/recur", BM_RecurWindowBackward);
