@@ -7,19 +7,19 @@
 // leading index (batch, head) at a time, its steps in chunks of C, the
 // chunk-local work as linalg contractions (which recur-block-contractions
 // runs in register blocks) instead of the reverse sweep's state update per
-// step. With Γ[c] = a[0] ... a[c] the decays of a chunk up to step c (a
+// step. With P[c] = a[0] ... a[c] the decays of a chunk up to step c (a
 // vector over the key index i), S0 the state entering the chunk and G the
 // cotangent of the state leaving it (from the later chunks, dstate for the
 // last):
 //
-//   Q~ = q Γ,  K~ = k / Γ,  K^ = k Γ[C-1] / Γ           (elementwise)
+//   Q~ = q P,  K~ = k / P,  K^ = k P[C-1] / P           (elementwise)
 //   A  = tril(Q~ K~^T),  dA = tril(dy v^T)             (C x C)
-//   dq = (dA K~ + dy S0^T) Γ
-//   dk = (dA^T Q~ + (v G^T) Γ[C-1]) / Γ
+//   dq = (dA K~ + dy S0^T) P
+//   dk = (dA^T Q~ + (v G^T) P[C-1]) / P
 //   dv = A^T dy + K^ G
 //
-// and from chunk to chunk, S0' = Γ[C-1] S0 + K^^T v forward and
-// G' = Γ[C-1] G + Q~^T dy backward (dinit is the last of those). The decays'
+// and from chunk to chunk, S0' = P[C-1] S0 + K^^T v forward and
+// G' = P[C-1] G + Q~^T dy backward (dinit is the last of those). The decays'
 // cotangent goes through the identity
 //
 //   a_t da_t = sum_{s >= t} (q_s dq_s - k_s dk_s) + sum_j G[i, j] S[i, j]
@@ -27,9 +27,15 @@
 // (the sums within the chunk, S the state leaving it), then da_t = that /
 // a_t: the log-space gradient of GLA's chunked backward.
 //
-// Γ and 1 / Γ must stay in range, and the division by a_t must not magnify
+// Per leading index: a pass forward over the chunks stacks the state
+// entering each (its K^^T v a contraction), then the chunks run in reverse,
+// carrying G; each chunk's operands are built as tiles (rows past T padded
+// with decay 1 and zeros, which change nothing), and every tile and
+// product lives in buffers allocated once per index.
+//
+// P and 1 / P must stay in range, and the division by a_t must not magnify
 // the identity's rounding: the form applies to a leading index whose decays
-// all lie in [2^(-32 / C), 1] (so Γ >= 2^-32), checked when it runs; any
+// all lie in [2^(-32 / C), 1] (so P >= 2^-32), checked when it runs; any
 // other (a zero, a tiny or a growing decay, a NaN) takes the reverse sweep.
 // The caller builds that choice (Scans.cpp).
 //
@@ -132,7 +138,7 @@ private:
 /// One chunk's operands as tiles: its steps' rows (past T: decay 1,
 /// zeros).
 struct ChunkTiles {
-  /// [C, dk]: Γ, q Γ, k / Γ and k Γ[C-1] / Γ; [dk]: Γ[C-1].
+  /// [C, dk]: P, q P, k / P and k P[C-1] / P; [dk]: P[C-1].
   Value gamma, qt, kt, kh, last;
   /// [C, dv]: v and dy.
   Value v, dy;
@@ -340,7 +346,7 @@ private:
                     })[0];
   }
 
-  /// Chunk `n`'s tiles, written into `dest`'s; with `all` unset, only Γ,
+  /// Chunk `n`'s tiles, written into `dest`'s; with `all` unset, only P,
   /// its last row, K^ and v (the forward pass's).
   ChunkTiles tiles(OpBuilder &b, Location loc, Value n, bool all,
                    const ChunkTiles &dest);
@@ -471,7 +477,7 @@ SmallVector<Value> Products::build(OpBuilder &b, Location loc,
   Value deltaBuf = scratch(b, loc, {dk, dv}), endsBuf = scratch(b, loc, {dk});
 
   // 1. Forward: the state entering each chunk, states[n] (states[N] the
-  // final state): states[n + 1] = Γ[C-1] states[n] + K^^T v.
+  // final state): states[n + 1] = P[C-1] states[n] + K^^T v.
   Value chunksPlusOne = arith::AddIOp::create(b, loc, chunks, one);
   Value states = scratch(b, loc, {chunksPlusOne, dk, dv});
   states =
@@ -627,7 +633,7 @@ SmallVector<Value> Products::build(OpBuilder &b, Location loc,
                                         byKey[3]};
             });
 
-        // G entering the chunk: Γ[C-1] G + Q~^T dy.
+        // G entering the chunk: P[C-1] G + Q~^T dy.
         Value next = loops(
             nb, nl, {dk}, {g},
             [&](OpBuilder &ib, Location il, ValueRange i, ValueRange iit) {
