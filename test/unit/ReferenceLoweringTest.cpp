@@ -904,6 +904,9 @@ struct GlaGradCase {
   /// Head 1 gets one decay below the product form's least (that head
   /// takes the reverse sweep, head 0 the products).
   bool oneSmallDecay;
+  /// T, dk and dv dynamic in the function's types (tiles of dynamic
+  /// sizes, transposed element by element).
+  bool dynamicSizes = false;
 };
 
 /// gated_linear_attention_grad in its product form
@@ -916,7 +919,7 @@ TEST(ReferenceLowering, GatedLinearAttentionGradProducts) {
       {1, 16, 12, false, false},   {7, 16, 12, true, false},
       {64, 16, 16, true, false},   {131, 8, 12, true, false},
       {131, 64, 16, false, false}, {40, 16, 12, true, true},
-      {40, 8, 16, false, true},
+      {40, 8, 16, false, true},    {29, 16, 16, true, false, true},
   };
   const std::string before =
       "convert-recur-to-loops{gla-grad-products},canonicalize,cse,"
@@ -927,7 +930,8 @@ TEST(ReferenceLowering, GatedLinearAttentionGradProducts) {
       SCOPED_TRACE("T=" + std::to_string(c.steps) + " chunk " +
                    std::to_string(c.chunk) + " dv " + std::to_string(c.dv) +
                    " " + name(dt) +
-                   (c.oneSmallDecay ? " one small decay" : ""));
+                   (c.oneSmallDecay ? " one small decay" : "") +
+                   (c.dynamicSizes ? " dynamic" : ""));
       const int64_t heads = 2, dk = 8, dv = c.dv;
       std::vector<int64_t> keys{heads, c.steps, dk}, values{heads, c.steps, dv};
       std::vector<int64_t> sShape{heads, dk, dv};
@@ -963,9 +967,12 @@ func.func @f(%q: $Q, %k: $Q, %v: $V, %a: $Q, %dy: $V, %ds: $S $INITARG)
                              {{"INITARG", s0 ? ", %s0: $S" : ""},
                               {"INIT", s0 ? "init(%s0 : $S)" : ""},
                               {"CHUNK", std::to_string(c.chunk)}});
+      auto spell = [&](const std::vector<int64_t> &shape) {
+        return ty(c.dynamicSizes ? dyn(shape, {1, 2}) : shape, f);
+      };
       src = fill(
           src,
-          {{"Q", ty(keys, f)}, {"V", ty(values, f)}, {"S", ty(sShape, f)}});
+          {{"Q", spell(keys)}, {"V", spell(values)}, {"S", spell(sShape)}});
       std::vector<HostTensor> args = {host(q), host(k),  host(v),
                                       host(a), host(dy), host(ds)};
       if (s0)
