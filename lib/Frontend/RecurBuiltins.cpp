@@ -417,7 +417,10 @@ TV Generator::genRecurBuiltin(const CallExpr &callExpr, bool &handled) {
       if (algorithm == mlir::recur::ScanAlgorithm::Recurrent)
         chunk.reset(); // the spec's chunk is for the algorithm overridden
     }
-    if (options.glaChunk > 0)
+    // A recurrent gla has no chunk to set (the op refuses one): the
+    // override leaves it alone.
+    if (options.glaChunk > 0 &&
+        algorithm != mlir::recur::ScanAlgorithm::Recurrent)
       chunk = options.glaChunk;
     if (algorithm)
       attrs.push_back(named(

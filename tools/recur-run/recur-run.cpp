@@ -101,10 +101,12 @@ cl::opt<bool> backwardKeepStates(
              "a gla instead of the states at chunk boundaries (recomputing "
              "each chunk): more memory, less compute"),
     cl::cat(runCategory));
-cl::opt<int64_t>
-    glaChunk("gla-chunk",
-             cl::desc("Run every chunked gla with chunks of this many steps"),
-             cl::value_desc("steps"), cl::init(0), cl::cat(runCategory));
+cl::opt<int64_t> glaChunk(
+    "gla-chunk",
+    cl::desc("Give every gla that is not recurrent chunks of this many "
+             "steps (the chunked algorithm's, and the backward's "
+             "recomputed ones)"),
+    cl::value_desc("steps"), cl::init(0), cl::cat(runCategory));
 cl::opt<uint64_t> streamStoreBytes(
     "stream-store-bytes",
     cl::desc("A linear scan of f32 or f64 across channels whose output holds "

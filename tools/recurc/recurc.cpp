@@ -102,10 +102,12 @@ cl::opt<std::string> glaAlgorithm(
     cl::desc("Run every gla with this algorithm, whatever the spec says: "
              "auto, recurrent or chunked"),
     cl::value_desc("name"), cl::cat(recurcCategory));
-cl::opt<int64_t>
-    glaChunk("gla-chunk",
-             cl::desc("Run every chunked gla with chunks of this many steps"),
-             cl::value_desc("steps"), cl::init(0), cl::cat(recurcCategory));
+cl::opt<int64_t> glaChunk(
+    "gla-chunk",
+    cl::desc("Give every gla that is not recurrent chunks of this many "
+             "steps (the chunked algorithm's, and the backward's "
+             "recomputed ones)"),
+    cl::value_desc("steps"), cl::init(0), cl::cat(recurcCategory));
 cl::opt<bool> backwardKeepStates(
     "backward-keep-states",
     cl::desc("Derive backward kernels that keep every intermediate state of "
