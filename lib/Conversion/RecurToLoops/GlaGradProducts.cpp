@@ -139,7 +139,7 @@ private:
 /// zeros).
 struct ChunkTiles {
   /// [C, dk]: P, q P, k / P and k P[C-1] / P; [dk]: P[C-1].
-  Value gamma, qt, kt, kh, last;
+  Value prod, qt, kt, kh, last;
   /// [C, dv]: v and dy.
   Value v, dy;
 };
@@ -365,7 +365,7 @@ ChunkTiles Products::tiles(OpBuilder &b, Location loc, Value n, bool all,
   ChunkTiles t = dest;
   if (!all)
     t.qt = t.dy = Value();
-  SmallVector<Value> keyTiles{t.gamma, t.kt};
+  SmallVector<Value> keyTiles{t.prod, t.kt};
   if (all)
     keyTiles.push_back(t.qt);
   SmallVector<Value> valueTiles{t.v};
@@ -430,7 +430,7 @@ ChunkTiles Products::tiles(OpBuilder &b, Location loc, Value n, bool all,
         llvm::append_range(next, byValue);
         return next;
       });
-  t.gamma = rows[0];
+  t.prod = rows[0];
   t.kt = rows[1];
   if (all)
     t.qt = rows[2];
@@ -438,7 +438,7 @@ ChunkTiles Products::tiles(OpBuilder &b, Location loc, Value n, bool all,
   if (all)
     t.dy = rows[numKeys + 1];
   t.last =
-      copyRow(b, loc, t.gamma, {indexConst(b, loc, chunk - 1)}, t.last, {}, dk);
+      copyRow(b, loc, t.prod, {indexConst(b, loc, chunk - 1)}, t.last, {}, dk);
   t.kh = loops(b, loc, {c}, {t.kh},
                [&](OpBuilder &rb, Location rl, ValueRange r, ValueRange rit) {
                  return vec.over(
@@ -461,7 +461,7 @@ SmallVector<Value> Products::build(OpBuilder &b, Location loc,
   // Every chunk's tiles and products go to these, allocated once per
   // leading index (each chunk overwrites them whole).
   ChunkTiles pool;
-  pool.gamma = scratch(b, loc, {c, dk});
+  pool.prod = scratch(b, loc, {c, dk});
   pool.qt = scratch(b, loc, {c, dk});
   pool.kt = scratch(b, loc, {c, dk});
   pool.kh = scratch(b, loc, {c, dk});
@@ -602,9 +602,9 @@ SmallVector<Value> Products::build(OpBuilder &b, Location loc,
                   [&](OpBuilder &ib, Location il, Value i, ValueRange iit) {
                     SmallVector<Value> cidx{r, i};
                     SmallVector<Value> tidx = at({step, i});
-                    Value gm = vec.read(ib, il, t.gamma, cidx);
+                    Value p = vec.read(ib, il, t.prod, cidx);
                     Value dq = arith::MulFOp::create(
-                        ib, il, vec.read(ib, il, dqt, cidx), gm);
+                        ib, il, vec.read(ib, il, dqt, cidx), p);
                     Value fromEnd = arith::MulFOp::create(
                         ib, il, vec.read(ib, il, dkh, cidx),
                         vec.read(ib, il, t.last, ValueRange{i}));
@@ -612,7 +612,7 @@ SmallVector<Value> Products::build(OpBuilder &b, Location loc,
                         ib, il,
                         arith::AddFOp::create(
                             ib, il, vec.read(ib, il, dkt, cidx), fromEnd),
-                        gm);
+                        p);
                     Value q = vec.read(ib, il, op.getQ(), tidx);
                     Value k = vec.read(ib, il, op.getK(), tidx);
                     Value a = vec.read(ib, il, op.getA(), tidx, 1.0);
