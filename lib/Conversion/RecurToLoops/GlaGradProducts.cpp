@@ -315,23 +315,18 @@ private:
                                           strides);
   }
 
-  /// Nested loops (not parallel: one leading index runs on one thread)
-  /// over [0, ubs) threading `args`.
+  /// Nested loops (untagged: one leading index runs on one thread) over
+  /// [0, ubs) threading `args`.
   SmallVector<Value> loops(OpBuilder &lb, Location ll, ArrayRef<Value> ubs,
                            ValueRange args, LoopBody body) {
-    if (ubs.empty())
-      return body(lb, ll, {}, args);
-    return buildLoop(
-        lb, ll, zero, ubs.front(), args,
-        [&](OpBuilder &nb, Location nl, ValueRange iv, ValueRange it) {
-          return loops(nb, nl, ubs.drop_front(), it,
-                       [&](OpBuilder &ib, Location il, ValueRange ivs,
-                           ValueRange iargs) {
-                         SmallVector<Value> all{iv[0]};
-                         llvm::append_range(all, ivs);
-                         return body(ib, il, all, iargs);
-                       });
-        });
+    SmallVector<Value> lbs(ubs.size(), zero), strides(ubs.size(), one);
+    return SmallVector<Value>(
+        scf::buildLoopNest(
+            lb, ll, lbs, ubs, strides, args,
+            [&](OpBuilder &nb, Location nl, ValueRange ivs, ValueRange it) {
+              return scf::ValueVector(body(nb, nl, ivs, it));
+            })
+            .results);
   }
 
   /// `dst[prefix..., :] = src[srcPrefix..., :]` over a row of `n`.

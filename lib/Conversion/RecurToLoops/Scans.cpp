@@ -1968,7 +1968,9 @@ constexpr int64_t kGlaGradRowBlock = 4;
 ///     and dv_t[j] read once per block.
 /// The row sums are reassociable (`fastmath<reassoc>`) so that they
 /// vectorize, and the products of the sweep may fuse with the sums they
-/// feed (`fastmath<contract>`: FMA).
+/// feed (`fastmath<contract>`: FMA). With `products`, a leading index whose
+/// real decays allow it takes the product form instead
+/// (GlaGradProducts.cpp), chosen per index when the kernel runs.
 struct GatedLinearAttentionGradToLoops
     : OpRewritePattern<GatedLinearAttentionGradOp> {
   GatedLinearAttentionGradToLoops(MLIRContext *context, bool products)
