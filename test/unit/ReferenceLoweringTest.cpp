@@ -1405,6 +1405,17 @@ TEST(ReferenceLowering, WindowAttention) {
        4,
        6,
        {}},
+      {"token band, alibi, cache, five tiles",
+       {1, 2},
+       67,
+       24,
+       0,
+       false,
+       BiasKind::Alibi,
+       9,
+       dflt,
+       dflt,
+       {}},
       {"window of 1, include_self",
        {2, 2},
        5,
@@ -1497,10 +1508,15 @@ func.func @f(%q: $Q, %k: $Q, %v: $V $BIASARG $CACHEARG) -> $V
                        {"BT", ty(biasShape, f)},
                        {"KC", ty(kcShape, f)},
                        {"VC", ty(vcShape, f)}});
+      Tensor<double> expected = windowAttention(q, k, v, attrs, bias, kc, vc);
       std::vector<HostTensor> out = runLowered(src, args);
       ASSERT_EQ(out.size(), 1u);
-      expectClose("window_attention", dt, real(out[0]),
-                  windowAttention(q, k, v, attrs, bias, kc, vc));
+      expectClose("window_attention", dt, real(out[0]), expected);
+      // The CPU pipeline's form: tiles of queries, the keys in panels.
+      std::vector<HostTensor> tiled =
+          runLowered(src, args, "convert-recur-to-loops{window-tiles}");
+      ASSERT_EQ(tiled.size(), 1u);
+      expectClose("window_attention, tiles", dt, real(tiled[0]), expected);
 
       // The fused backward (the register blocks of 8 f32 or 4 f64 lanes)
       // against central differences of the float64 oracle's forward, L =

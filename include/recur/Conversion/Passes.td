@@ -69,11 +69,15 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
       a distance reaches.
     - `window_attention_grad`: per leading index, tiles of 16 queries over
       the union of their bands in whole vectors of keys, the keys, values
-      and their cotangents transposed and zero-padded to whole vectors; per
-      tile the logits and dy V^T in register blocks of vectors, the softmax
-      and dS = P (dP - sum P dP) per row over its band, dV^T += dy^T P,
-      dK^T += Q^T dS and dq = dS K in register blocks (`vector.fma`); the
-      position bias read and its cotangent summed per distance.
+      and their cotangents transposed and zero-padded to whole vectors (and
+      one more cache line); the products over the channels (Q K^T, dy V^T)
+      read the keys and values in panels, each vector of keys at a channel
+      after the one at the channel before, so their inner loop walks
+      consecutive addresses; per tile the logits and dy V^T in register
+      blocks of vectors, the softmax and dS = P (dP - sum P dP) per row over
+      its band, dV^T += dy^T P, dK^T += Q^T dS and dq = dS K in register
+      blocks (`vector.fma`); the position bias read and its cotangent summed
+      per distance.
     - `block_recurrence`: an `scf.for` over the blocks, each input block an
       `extract_slice`, the body inlined, each output block an
       `insert_slice`, the carried values as iteration arguments.

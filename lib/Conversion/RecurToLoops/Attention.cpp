@@ -545,13 +545,28 @@ SmallVector<Value> buildSerialNest(OpBuilder &b, Location loc, ValueRange ubs,
 /// columns.
 constexpr int64_t kTransposeBlock = 8;
 
+/// The index of column `col` of a transposed `[lead..., E, columns]`
+/// (after `lead`, at channel `e`): `{e, col}`, or with `panelLanes` (the
+/// panel layout `[lead..., columns / lanes, E, lanes]`) `{col / lanes, e,
+/// col % lanes}`.
+SmallVector<Value> transposedAt(OpBuilder &b, Location loc, ValueRange lead,
+                                Value e, Value col, int64_t panelLanes) {
+  if (!panelLanes)
+    return concatIndices(lead, {e, col});
+  Value lanes = indexConst(b, loc, panelLanes);
+  return concatIndices(lead, {arith::DivUIOp::create(b, loc, col, lanes), e,
+                              arith::RemUIOp::create(b, loc, col, lanes)});
+}
+
 /// Copies between `[lead..., R, E]` and the columns [offset, offset + R) of
-/// `[lead..., E, columns]`: into the transposed form (`intoTransposed`,
-/// `src` the rows) or out of it, kTransposeBlock rows at a time, each block
-/// of a leading index an independent iteration. Returns the new `dst`.
+/// `[lead..., E, columns]` (or of its panel layout, see transposedAt): into
+/// the transposed form (`intoTransposed`, `src` the rows) or out of it
+/// (not from panels), kTransposeBlock rows at a time, each block of a
+/// leading index an independent iteration. Returns the new `dst`.
 Value copyTransposed(OpBuilder &b, Location loc, Value src, Value dst,
                      ValueRange lead, Value rows, Value width, Value offset,
-                     bool intoTransposed) {
+                     bool intoTransposed, int64_t panelLanes = 0) {
+  assert((intoTransposed || !panelLanes) && "copies out of rows only");
   MLIRContext *ctx = b.getContext();
   Value blocks = affine::AffineApplyOp::create(
       b, loc,
@@ -580,7 +595,8 @@ Value copyTransposed(OpBuilder &b, Location loc, Value src, Value dst,
                     Value r = arith::AddIOp::create(jb, jl, r0, j[0]);
                     Value col = arith::AddIOp::create(jb, jl, offset, r);
                     SmallVector<Value> rowAt = concatIndices(at, {r, e[0]});
-                    SmallVector<Value> colAt = concatIndices(at, {e[0], col});
+                    SmallVector<Value> colAt =
+                        transposedAt(jb, jl, at, e[0], col, panelLanes);
                     Value x =
                         extractAt(jb, jl, src, intoTransposed ? rowAt : colAt);
                     return SmallVector<Value>{insertAt(
@@ -603,32 +619,56 @@ Value untranspose(OpBuilder &b, Location loc, Value transposed,
 
 /// The register blocks of the tiled window attention's products (forward
 /// and backward): kBlockRows x kBlockCols vector accumulators.
-constexpr int64_t kBlockRows = 4, kBlockCols = 2;
+constexpr int64_t kBlockRows = 4, kBlockCols = 3;
 
 /// The vector lanes of `elem` in a 256-bit register.
 int64_t vectorLanes(Type elem) { return 256 / elem.getIntOrFloatBitWidth(); }
 
+/// The shape `[lead..., e, ?]` of the transposed form of `[lead..., T,
+/// e]`.
+SmallVector<int64_t> transposedShape(RankedTensorType type) {
+  SmallVector<int64_t> shape(type.getShape().drop_back(2));
+  shape.append({type.getShape().back(), ShapedType::kDynamic});
+  return shape;
+}
+
 /// `[lead..., e, R]` from `seq` `[lead..., T, e]` after `cache` `[lead...,
-/// C, e]` (when given), transposed, its R >= C + T columns zero past C + T.
+/// C, e]` (when given), transposed, its R >= C + T columns zero past C + T;
+/// with `panelLanes`, in the panel layout `[lead..., R / lanes, e, lanes]`
+/// (R a multiple of lanes), where a vector of consecutive keys at each
+/// channel follows the one of the channel before.
 Value transposedAfterCache(OpBuilder &b, Location loc, Value cache, Value seq,
-                           Value cacheLen, Value columns) {
+                           Value cacheLen, Value columns,
+                           int64_t panelLanes = 0) {
   auto type = cast<RankedTensorType>(seq.getType());
   int64_t rank = type.getRank();
   SmallVector<Value> sizes = dimSizes(b, loc, seq);
   SmallVector<Value> lead(ArrayRef<Value>(sizes).drop_back(2));
   Value width = sizes[rank - 1];
   SmallVector<int64_t> shape(type.getShape().drop_back(2));
-  shape.append({type.getDimSize(rank - 1), ShapedType::kDynamic});
   SmallVector<Value> outSizes(lead);
-  outSizes.append({width, columns});
+  if (panelLanes) {
+    shape.append({ShapedType::kDynamic, type.getDimSize(rank - 1), panelLanes});
+    outSizes.append(
+        {affine::AffineApplyOp::create(
+             b, loc,
+             AffineMap::get(
+                 0, 1,
+                 getAffineSymbolExpr(0, b.getContext()).floorDiv(panelLanes)),
+             ValueRange{columns}),
+         width, indexConst(b, loc, panelLanes)});
+  } else {
+    shape = transposedShape(type);
+    outSizes.append({width, columns});
+  }
   Value out = emptyLike(
       b, loc, RankedTensorType::get(shape, type.getElementType()), outSizes);
   Value zero = indexConst(b, loc, 0);
   if (cache)
     out = copyTransposed(b, loc, cache, out, lead, cacheLen, width, zero,
-                         /*intoTransposed=*/true);
+                         /*intoTransposed=*/true, panelLanes);
   out = copyTransposed(b, loc, seq, out, lead, sizes[rank - 2], width, cacheLen,
-                       /*intoTransposed=*/true);
+                       /*intoTransposed=*/true, panelLanes);
   // The padding columns.
   Value used = arith::AddIOp::create(b, loc, cacheLen, sizes[rank - 2]);
   Value zeroF = zeroOf(b, loc, type.getElementType());
@@ -641,7 +681,9 @@ Value transposedAfterCache(OpBuilder &b, Location loc, Value cache, Value seq,
             nb, l, used, columns, args,
             [&](OpBuilder &cb, Location cl, ValueRange c, ValueRange acc) {
               return SmallVector<Value>{
-                  insertAt(cb, cl, zeroF, acc[0], concatIndices(ivs, c))};
+                  insertAt(cb, cl, zeroF, acc[0],
+                           transposedAt(cb, cl, ivs.drop_back(), ivs.back(),
+                                        c[0], panelLanes))};
             });
       })[0];
 }
@@ -672,11 +714,16 @@ SmallVector<Value> forBlocks(OpBuilder &b, Location loc, Value m, Value n,
 
 /// What the tiled window attention (the forward on the CPU, and
 /// window_attention_grad) shares over a whole op: its band, its types, and
-/// the keys and values transposed ([lead..., e, columns], the cache first,
-/// zeros past C + T up to whole vectors of keys).
+/// the keys and values transposed, the cache first, zeros past C + T up to
+/// whole vectors of keys and one more cache line: in panels
+/// ([lead..., columns / lanes, e, lanes]) for the products that go over
+/// the channels (Q K^T, and dY V^T in the backward), as rows ([lead..., e,
+/// columns]) for those that go over the keys (P V, and G K in the
+/// backward). The forward needs the keys' panels and the values' rows, the
+/// backward the keys in both layouts and the values' panels.
 struct WindowTiling {
   template <typename OpT>
-  WindowTiling(OpBuilder &b, Location loc, OpT op)
+  WindowTiling(OpBuilder &b, Location loc, OpT op, bool backward)
       : window(op.getWindowAttr().getInt()),
         blockLen(op.getBlockAttr().getInt()), includeSelf(op.getIncludeSelf()) {
     auto qType = cast<RankedTensorType>(op.getQ().getType());
@@ -702,13 +749,25 @@ struct WindowTiling {
     MLIRContext *ctx = b.getContext();
     AffineExpr s0 = getAffineSymbolExpr(0, ctx),
                s1 = getAffineSymbolExpr(1, ctx);
-    Value columns = affine::AffineApplyOp::create(
-        b, loc, AffineMap::get(0, 2, (s0 + s1).ceilDiv(lanes) * lanes),
+    // The extra cache line keeps the rows of a transposed tensor from
+    // starting 4 KiB apart when C + T is a multiple of 1024 f32: the
+    // channels a product reads at one key would all fall in the same set of
+    // the first-level cache.
+    columns = affine::AffineApplyOp::create(
+        b, loc,
+        AffineMap::get(0, 2, (s0 + s1).ceilDiv(lanes) * lanes + 2 * lanes),
         ValueRange{cacheLen, steps});
-    kT = transposedAfterCache(b, loc, op.getKCache(), op.getK(), cacheLen,
-                              columns);
-    vT = transposedAfterCache(b, loc, op.getVCache(), op.getV(), cacheLen,
-                              columns);
+    kP = transposedAfterCache(b, loc, op.getKCache(), op.getK(), cacheLen,
+                              columns, lanes);
+    if (backward) {
+      kT = transposedAfterCache(b, loc, op.getKCache(), op.getK(), cacheLen,
+                                columns);
+      vP = transposedAfterCache(b, loc, op.getVCache(), op.getV(), cacheLen,
+                                columns, lanes);
+    } else {
+      vT = transposedAfterCache(b, loc, op.getVCache(), op.getV(), cacheLen,
+                                columns);
+    }
     tileRows = indexConst(b, loc, kQueryTile);
     tileCols = indexConst(b, loc, tileWidth);
     deltas = indexConst(b, loc, maxDelta + 1);
@@ -742,8 +801,8 @@ struct WindowTiling {
   VectorType vecType;
   RankedTensorType rowType, tileType;
   SmallVector<Value> lead;
-  Value steps, d, dv, cacheLen, scale, kT, vT, tileRows, tileCols, deltas,
-      lanesV;
+  Value steps, d, dv, cacheLen, scale, columns, kP, vP, kT, vT, tileRows,
+      tileCols, deltas, lanesV;
 };
 
 /// One tile of WindowTiling::kQueryTile queries of leading index `ld`: rows
@@ -772,6 +831,7 @@ public:
         t.lanesV);
     width = arith::SubIOp::create(b, loc, ce, cb);
     chunks = arith::DivUIOp::create(b, loc, width, t.lanesV);
+    firstChunk = arith::DivUIOp::create(b, loc, cb, t.lanesV);
     zero = indexConst(b, loc, 0);
     zeroF = zeroOf(b, loc, t.elem);
   }
@@ -804,9 +864,10 @@ public:
   }
 
   /// `[tile, width]`: the rows of `x` `[tile, n]` times the tile's columns
-  /// of `yT` `[lead..., n, columns]`; register blocks of rows x vectors of
-  /// keys, over the n channels.
-  Value rowsTimesKeys(Value x, Value yT, Value n) {
+  /// of `yP`, panels `[lead..., columns / lanes, n, lanes]`; register
+  /// blocks of rows x vectors of keys, over the n channels (each vector of
+  /// keys read from consecutive addresses).
+  Value rowsTimesKeys(Value x, Value yP, Value n) {
     Value out = privateScratch(b, loc, t.tileType, {t.tileRows, t.tileCols});
     return forBlocks(
         b, loc, t.tileRows, chunks, out,
@@ -820,7 +881,9 @@ public:
                              extractAt(kb, kl, x, {plus(kb, kl, i0, i), k}));
               },
               [&](OpBuilder &kb, Location kl, Value k, int64_t c) {
-                return read(kb, kl, yT, at({k, keyAt(kb, kl, cb, c0, c)}));
+                Value chunk = arith::AddIOp::create(kb, kl, firstChunk,
+                                                    plus(kb, kl, c0, c));
+                return read(kb, kl, yP, at({chunk, k, zero}));
               });
           Value written = acc[0];
           for (int64_t i = 0; i < nr; ++i)
@@ -1009,7 +1072,7 @@ public:
   OpBuilder &b;
   Location loc;
   ValueRange ld;
-  Value p0, rows, cb, width, chunks, zero, zeroF;
+  Value p0, rows, cb, width, chunks, firstChunk, zero, zeroF;
 
 private:
   std::pair<Value, Value> range(OpBuilder &rb, Location rl, Value p) {
@@ -1055,7 +1118,7 @@ struct WindowAttentionTiledToLoops : OpRewritePattern<WindowAttentionOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto outType = cast<RankedTensorType>(op.getType());
-    WindowTiling tiling(rewriter, loc, op);
+    WindowTiling tiling(rewriter, loc, op, /*backward=*/false);
     Value out =
         emptyLike(rewriter, loc, outType, dimSizes(rewriter, loc, op.getV()));
     SmallVector<Value> results = buildNest(
@@ -1073,7 +1136,7 @@ struct WindowAttentionTiledToLoops : OpRewritePattern<WindowAttentionOp> {
                 WindowTile tile(tiling, tb, tl, ld, tIv[0]);
                 Value probs = tile.softmaxRows(
                     tile.rowsTimesKeys(tile.rowsOf(op.getQ(), tiling.d),
-                                       tiling.kT, tiling.d),
+                                       tiling.kP, tiling.d),
                     bias);
                 Value o = tile.rowsTimesColumns(probs, tiling.vT, tiling.dv);
                 return SmallVector<Value>{tile.storeRows(it[0], o, tiling.dv)};
@@ -1106,7 +1169,7 @@ struct WindowAttentionGradToLoops : OpRewritePattern<WindowAttentionGradOp> {
     auto qType = cast<RankedTensorType>(op.getQ().getType());
     auto kType = cast<RankedTensorType>(op.getK().getType());
     auto vType = cast<RankedTensorType>(op.getV().getType());
-    WindowTiling tiling(rewriter, loc, op);
+    WindowTiling tiling(rewriter, loc, op, /*backward=*/true);
     Type elem = tiling.elem;
     SmallVector<Value> kSizes = dimSizes(rewriter, loc, op.getK());
     SmallVector<Value> vSizes = dimSizes(rewriter, loc, op.getV());
@@ -1114,9 +1177,9 @@ struct WindowAttentionGradToLoops : OpRewritePattern<WindowAttentionGradOp> {
     Value dkT =
         zerosOf(rewriter, loc, cast<RankedTensorType>(tiling.kT.getType()),
                 dimSizes(rewriter, loc, tiling.kT));
-    Value dvT =
-        zerosOf(rewriter, loc, cast<RankedTensorType>(tiling.vT.getType()),
-                dimSizes(rewriter, loc, tiling.vT));
+    Value dvT = zerosOf(rewriter, loc,
+                        RankedTensorType::get(transposedShape(vType), elem),
+                        concatIndices(lead, {tiling.dv, tiling.columns}));
     Value dq =
         emptyLike(rewriter, loc, qType, dimSizes(rewriter, loc, op.getQ()));
     BiasKind biasKind = op.getBiasKind();
@@ -1164,11 +1227,11 @@ struct WindowAttentionGradToLoops : OpRewritePattern<WindowAttentionGradOp> {
                 Value qTile = tile.rowsOf(op.getQ(), tiling.d);
                 Value dyTile = tile.rowsOf(op.getDy(), tiling.dv);
                 Value probs = tile.softmaxRows(
-                    tile.rowsTimesKeys(qTile, tiling.kT, tiling.d),
+                    tile.rowsTimesKeys(qTile, tiling.kP, tiling.d),
                     biasOfDelta);
                 // G = dY V^T, then G = scale P (G - sum P G) and the bias's
                 // cotangent per delta.
-                Value grads = tile.rowsTimesKeys(dyTile, tiling.vT, tiling.dv);
+                Value grads = tile.rowsTimesKeys(dyTile, tiling.vP, tiling.dv);
                 SmallVector<Value> rowArgs{grads};
                 if (gradOfDelta)
                   rowArgs.push_back(it[3]);

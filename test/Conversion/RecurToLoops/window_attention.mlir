@@ -123,18 +123,21 @@
 // CHECK:     } else {
 // CHECK:       scf.yield %[[ACC]]
 // With window-tiles (the CPU pipeline's form), the forward goes as
-// window_attention_grad does: the keys and values transposed and padded to
-// whole vectors of 8 keys; per leading index the ALiBi bias of each
-// distance 0 .. 3 once; tiles of 16 queries over the union of their bands
-// (at most ceil((3 + 16 + 16) / 8) * 8 = 40 keys): the tile's rows of q,
-// S = Q K^T in register blocks of 4 rows x 2 vectors of keys over the
-// channels, the softmax of each row over its band (scaled logit plus the
-// bias of its distance), then O = P V in blocks of rows x channels over
-// the vectors of keys, summed across the lanes, into the tile's rows.
+// window_attention_grad does: the keys transposed in panels of 8 keys at
+// each channel ([n, C + T padded / 8, e, 8]) and the values as rows ([n, e,
+// C + T padded]), padded to whole vectors of 8 keys and one more cache line;
+// per leading index the ALiBi bias of each distance 0 .. 3 once; tiles of 16
+// queries over the union of their bands (at most ceil((3 + 16 + 16) / 8) *
+// 8 = 40 keys): the tile's rows of q, S = Q K^T in register blocks of 4
+// rows x 3 vectors of keys over the channels, read from the panels, the
+// softmax of each row over its band (scaled logit plus the bias of its
+// distance), then O = P V in blocks of rows x channels over the vectors of
+// keys, summed across the lanes, into the tile's rows.
 // TILES-LABEL: func.func @window_token_alibi
 // TILES-SAME: (%[[Q:[^:]+]]: tensor<2x?x4xf32>, %[[K:[^:]+]]: tensor<2x?x4xf32>, %[[V:[^:]+]]: tensor<2x?x3xf32>, %[[SL:[^:]+]]: tensor<2xf32>)
-// TILES:       scf.for {{.+}} -> (tensor<2x4x?xf32>)
+// TILES:       scf.for {{.+}} -> (tensor<2x?x4x8xf32>)
 // TILES:         tensor.extract %[[K]]
+// TILES:       %[[KP:.+]] = scf.for {{.+}} -> (tensor<2x?x4x8xf32>)
 // TILES:       scf.for {{.+}} -> (tensor<2x3x?xf32>)
 // TILES:         tensor.extract %[[V]]
 // TILES:       scf.for %[[N:[^ ]+]] = {{.+}} -> (tensor<2x?x3xf32>)
@@ -144,8 +147,8 @@
 // TILES:           bufferization.alloc_tensor(%c4) : tensor<16x?xf32>
 // TILES:             tensor.extract %[[Q]]
 // TILES:           bufferization.alloc_tensor(%c40) : tensor<16x?xf32>
-// TILES:               vector.transfer_read %{{.+}}[%[[N]], %{{.+}}, %{{.+}}], %{{.+}} {in_bounds = [true]} : tensor<2x4x?xf32>, vector<8xf32>
-// TILES-COUNT-8:       vector.fma
+// TILES-COUNT-3:       vector.transfer_read %[[KP]][%[[N]], %{{.+}}, %{{.+}}, %{{.+}}], %{{.+}} {in_bounds = [true]} : tensor<2x?x4x8xf32>, vector<8xf32>
+// TILES-COUNT-12:      vector.fma
 // TILES:             arith.mulf %cst{{.*}}, %{{.+}} : f32
 // TILES:             arith.addf
 // TILES:             arith.maximumf

@@ -1,29 +1,38 @@
 // RUN: recur-opt %s --convert-recur-to-loops --split-input-file | FileCheck %s --implicit-check-not=recur.
 // RUN: recur-opt %s --convert-recur-to-loops=mark-parallel=true --split-input-file | FileCheck %s --check-prefix=PAR
 
-// The fused backward of window attention. The keys and values are copied
-// transposed ([n, e, C + T] padded with zeros to whole vectors of 8 keys,
-// 8 rows at a time) and their cotangents accumulate in that layout; per
-// leading index the queries go by tiles of 16 over the union of their bands
-// (whole vectors of keys, at most ceil((3 + 16 + 16) / 8) * 8 = 40 keys
-// here). Per tile: its rows of q and dy, S = Q K^T in register blocks of
-// 4 rows x 2 vectors of keys (8 vector.fma per channel), the softmax over
-// each row's band, G = dY V^T the same way, dV^T += dY^T P and dK^T += Q^T
-// G in blocks of 4 channels x 2 vectors (read, 16 rows of fma, written
-// back), dq = G K in blocks of rows x channels summed across the lanes.
-// Last, the transposed cotangents are copied back to [n, T, e].
+// The fused backward of window attention. The keys are copied transposed
+// twice: in panels ([n, C + T padded / 8, e, 8]: each vector of 8 keys at a
+// channel after the one at the channel before) and as rows ([n, e, C + T
+// padded]); the values in panels; all padded with zeros to whole vectors of
+// 8 keys and one more cache line (16 keys). The key and value cotangents
+// accumulate as rows. Per leading index the queries go by tiles of 16 over
+// the union of their bands (whole vectors of keys, at most ceil((3 + 16 +
+// 16) / 8) * 8 = 40 keys here). Per tile: its rows of q and dy, S = Q K^T
+// in register blocks of 4 rows x 3 vectors of keys (12 vector.fma per
+// channel) reading the key panels, the softmax over each row's band, G = dY
+// V^T the same way from the value panels, dV^T += dY^T P and dK^T += Q^T G
+// in blocks of channels x 3 vectors (read, 16 rows of fma, written back),
+// dq = G K in blocks of rows x channels over the key rows, summed across the
+// lanes. Last, the transposed cotangents are copied back to [n, T, e].
 
-// CHECK-DAG: #[[PAD:map[0-9]*]] = affine_map<()[s0, s1] -> (((s0 + s1) ceildiv 8) * 8)>
+// CHECK-DAG: #[[PAD:map[0-9]*]] = affine_map<()[s0, s1] -> (((s0 + s1) ceildiv 8) * 8 + 16)>
+// CHECK-DAG: #[[PANELS:map[0-9]*]] = affine_map<()[s0] -> (s0 floordiv 8)>
 // CHECK-DAG: #[[BLOCKS8:map[0-9]*]] = affine_map<()[s0] -> (s0 ceildiv 8)>
 // CHECK-DAG: #[[TILES:map[0-9]*]] = affine_map<()[s0] -> (s0 ceildiv 16)>
 // CHECK: func.func @window_grad
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<2x?x4xf32>, %[[K:[^:]+]]: tensor<2x?x4xf32>, %[[V:[^:]+]]: tensor<2x?x3xf32>, %[[DY:[^:]+]]: tensor<2x?x3xf32>)
 // CHECK:       %[[COLS:.+]] = affine.apply #[[PAD]]()
+// CHECK:       affine.apply #[[PANELS]]()[%[[COLS]]]
 // CHECK:       affine.apply #[[BLOCKS8]]()
+// CHECK:       %[[KP0:.+]] = scf.for {{.+}} -> (tensor<2x?x4x8xf32>)
+// CHECK:         tensor.extract %[[K]]
+// CHECK:       %[[KP:.+]] = scf.for {{.+}} -> (tensor<2x?x4x8xf32>)
 // CHECK:       scf.for {{.+}} -> (tensor<2x4x?xf32>)
 // CHECK:         tensor.extract %[[K]]
-// CHECK:       scf.for {{.+}} -> (tensor<2x3x?xf32>)
+// CHECK:       %[[VP0:.+]] = scf.for {{.+}} -> (tensor<2x?x3x8xf32>)
 // CHECK:         tensor.extract %[[V]]
+// CHECK:       %[[VP:.+]] = scf.for {{.+}} -> (tensor<2x?x3x8xf32>)
 // CHECK:       %{{.+}}:3 = scf.for %[[N:[^ ]+]] = {{.+}} -> (tensor<2x?x4xf32>, tensor<2x4x?xf32>, tensor<2x3x?xf32>)
 // CHECK:         %[[NT:.+]] = affine.apply #[[TILES]]()
 // CHECK:         scf.for %[[TILE:[^ ]+]] = %{{.+}} to %[[NT]]
@@ -32,21 +41,22 @@
 // CHECK:           bufferization.alloc_tensor(%c3) : tensor<16x?xf32>
 // CHECK:             tensor.extract %[[DY]]
 // CHECK:           bufferization.alloc_tensor(%c40) : tensor<16x?xf32>
-// CHECK:             scf.for {{.+}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
-// CHECK:               vector.transfer_read %{{.+}}[%[[N]], %{{.+}}, %{{.+}}], %{{.+}} {in_bounds = [true]} : tensor<2x4x?xf32>, vector<8xf32>
-// CHECK-COUNT-8:       vector.fma
+// CHECK:             scf.for {{.+}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-COUNT-3:       vector.transfer_read %[[KP]][%[[N]], %{{.+}}, %{{.+}}, %{{.+}}], %{{.+}} {in_bounds = [true]} : tensor<2x?x4x8xf32>, vector<8xf32>
+// CHECK-COUNT-12:      vector.fma
 // CHECK:           math.exp
 // CHECK:           bufferization.alloc_tensor(%c40) : tensor<16x?xf32>
-// CHECK:               vector.transfer_read %{{.+}}[%[[N]], %{{.+}}, %{{.+}}], %{{.+}} {in_bounds = [true]} : tensor<2x3x?xf32>, vector<8xf32>
+// CHECK-COUNT-3:       vector.transfer_read %[[VP]][%[[N]], %{{.+}}, %{{.+}}, %{{.+}}], %{{.+}} {in_bounds = [true]} : tensor<2x?x3x8xf32>, vector<8xf32>
+// CHECK-COUNT-12:      vector.fma
 // CHECK:           arith.mulf %{{.+}}, %{{.+}} fastmath<reassoc> : f32
 // CHECK:           arith.addf %{{.+}}, %{{.+}} fastmath<reassoc> : f32
 // CHECK:             vector.transfer_read %{{.+}}[%[[N]], %{{.+}}, %{{.+}}], %{{.+}} {in_bounds = [true]} : tensor<2x3x?xf32>, vector<8xf32>
 // CHECK:             scf.for %{{.+}} = %{{.+}} to %c16
-// CHECK-COUNT-8:       vector.fma
+// CHECK-COUNT-12:      vector.fma
 // CHECK:             vector.transfer_write %{{.+}}, %{{.+}}[%[[N]], %{{.+}}, %{{.+}}] {in_bounds = [true]} : vector<8xf32>, tensor<2x3x?xf32>
 // CHECK:             vector.transfer_read %{{.+}}[%[[N]], %{{.+}}, %{{.+}}], %{{.+}} {in_bounds = [true]} : tensor<2x4x?xf32>, vector<8xf32>
 // CHECK:             scf.for %{{.+}} = %{{.+}} to %c16
-// CHECK-COUNT-8:       vector.fma
+// CHECK-COUNT-12:      vector.fma
 // CHECK:             vector.transfer_write %{{.+}}, %{{.+}}[%[[N]], %{{.+}}, %{{.+}}] {in_bounds = [true]} : vector<8xf32>, tensor<2x4x?xf32>
 // CHECK:           bufferization.alloc_tensor(%c4) : tensor<16x?xf32>
 // CHECK:             vector.reduction <add>, %{{.+}} fastmath<reassoc> : vector<8xf32> into f32
