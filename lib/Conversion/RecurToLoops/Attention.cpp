@@ -566,7 +566,8 @@ SmallVector<Value> transposedAt(OpBuilder &b, Location loc, ValueRange lead,
 Value copyTransposed(OpBuilder &b, Location loc, Value src, Value dst,
                      ValueRange lead, Value rows, Value width, Value offset,
                      bool intoTransposed, int64_t panelLanes = 0) {
-  assert((intoTransposed || !panelLanes) && "copies out of rows only");
+  assert((intoTransposed || !panelLanes) &&
+         "copies out of the transposed rows, never out of panels");
   MLIRContext *ctx = b.getContext();
   Value blocks = affine::AffineApplyOp::create(
       b, loc,
@@ -750,9 +751,9 @@ struct WindowTiling {
     AffineExpr s0 = getAffineSymbolExpr(0, ctx),
                s1 = getAffineSymbolExpr(1, ctx);
     // The extra cache line keeps the rows of a transposed tensor from
-    // starting 4 KiB apart when C + T is a multiple of 1024 f32: the
-    // channels a product reads at one key would all fall in the same set of
-    // the first-level cache.
+    // starting a multiple of 4 KiB apart (C + T a multiple of 1024 f32, say):
+    // the channels a product reads at one key would all fall in the same set
+    // of the first-level cache.
     columns = affine::AffineApplyOp::create(
         b, loc,
         AffineMap::get(0, 2, (s0 + s1).ceilDiv(lanes) * lanes + 2 * lanes),
