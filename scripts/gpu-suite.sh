@@ -5,7 +5,9 @@
 #     Here (LLVM, MLIR and the CUDA toolkit; no GPU needed): compiles every
 #     case of test/Integration/CUDA/gpu-cases.txt with recurc --target=cuda,
 #     saves its inputs and float64 oracle results with recur-run
-#     --save-case, and links each with recur-case (librecur_case.a) and
+#     --save-case (a case run with --gradcheck: the gradient check first,
+#     on the CPU, then the gradients it passed), and links each with
+#     recur-case (librecur_case.a) and
 #     librecur_rt into OUT_DIR/cases/NAME/run; does the same without a case
 #     for the layers of bench/layers.recur (OUT_DIR/bench/NAME/run), and
 #     copies the OpenMP runtime beside them. OUT_DIR defaults to
@@ -13,7 +15,8 @@
 #     libraries and data) and can be copied to the GPU machine.
 #   scripts/gpu-suite.sh run [OUT_DIR]
 #     On the GPU machine: runs every case (output compared with the oracle,
-#     then streamed), then times every benchmark layer and a
+#     then streamed; the gradient cases' backward compared with the saved
+#     gradients), then times every benchmark layer and a
 #     device-to-device copy of the same bytes. Prints one line per case
 #     and exits 1 if any failed.
 #
@@ -57,8 +60,8 @@ if [[ $cmd == prepare ]]; then
   }
   fails=0
   while IFS='|' read -r name spec cflags rflags; do
+    [[ $name =~ ^[[:space:]]*(#|$) ]] && continue
     name=$(echo "$name" | xargs)
-    [[ -z $name || $name == \#* ]] && continue
     [[ -n ${CASES:-} && ! $name =~ $CASES ]] && continue
     spec=$(echo "$spec" | xargs)
     dir=$out/cases/$name

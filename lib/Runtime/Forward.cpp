@@ -1,4 +1,4 @@
-//===- Forward.cpp - recur_forward and recur_step -------------------------===//
+//===- Forward.cpp - recur_forward, recur_step and recur_backward ---------===//
 //
 // Part of the Recur project.
 //
@@ -214,8 +214,11 @@ private:
   recur_status prepareNextState(size_t result, std::vector<NextBuffer> &next,
                                 BufferList &fresh) const;
   void copyOutputs() const;
-  recur_status runOnDevice(recur_kernel_fn kernel, std::vector<int64_t> &in,
-                           std::vector<int64_t> &out, BufferList &hostResults);
+  recur_status runOnDevice(recur_kernel_fn kernel,
+                           const std::vector<const recur_arg_desc *> &ins,
+                           const std::vector<const recur_arg_desc *> &outs,
+                           std::vector<int64_t> &in, std::vector<int64_t> &out,
+                           BufferList &hostResults);
   void commit(const std::vector<NextBuffer> &next, BufferList &fresh);
 
   Context ctx;
@@ -593,18 +596,25 @@ recur_status Call::prepareNextState(size_t result,
 
 /// Runs CUDA kernel `kernel` on device copies of the arguments packed in
 /// `in` (row-major buffers: user tensors or their contiguous copies, state
-/// buffers); leaves in `out` the results copied back into tracked host
-/// buffers (in `hostResults` until the call takes them), with their strides
-/// and offsets. Results that share a device buffer share its host copy.
-recur_status Call::runOnDevice(recur_kernel_fn kernel, std::vector<int64_t> &in,
+/// buffers, described in order by `ins`); leaves in `out` the results
+/// (described by `outs`) copied back into tracked host buffers (in
+/// `hostResults` until the call takes them), with their strides and
+/// offsets. Results that share a device buffer share its host copy. A
+/// forward kernel takes the layer's arguments and returns its results; a
+/// backward kernel takes the arguments and a cotangent per result, and
+/// returns a gradient per argument.
+recur_status Call::runOnDevice(recur_kernel_fn kernel,
+                               const std::vector<const recur_arg_desc *> &ins,
+                               const std::vector<const recur_arg_desc *> &outs,
+                               std::vector<int64_t> &in,
                                std::vector<int64_t> &out,
                                BufferList &hostResults) {
   DeviceBuffers arguments, made;
   std::vector<int64_t> deviceIn(in.size());
   const int64_t *cursor = in.data();
   int64_t *write = deviceIn.data();
-  for (int32_t i = 0; i < layer->num_args; ++i) {
-    const recur_arg_desc &desc = layer->args[i];
+  for (const recur_arg_desc *arg : ins) {
+    const recur_arg_desc &desc = *arg;
     MemRef ref = popMemRef(cursor, desc.rank);
     size_t bytes =
         static_cast<size_t>(elementSpan(ref)) * recur_dtype_size(desc.dtype);
@@ -628,8 +638,8 @@ recur_status Call::runOnDevice(recur_kernel_fn kernel, std::vector<int64_t> &in,
   // happened.
   std::vector<MemRef> refs;
   cursor = out.data();
-  for (int32_t i = 0; i < layer->num_results; ++i) {
-    refs.push_back(popMemRef(cursor, layer->results[i].rank));
+  for (const recur_arg_desc *result : outs) {
+    refs.push_back(popMemRef(cursor, result->rank));
     void *buffer = refs.back().allocated;
     if (buffer && !arguments.contains(buffer) && !made.contains(buffer))
       made.buffers.push_back(buffer);
@@ -644,11 +654,10 @@ recur_status Call::runOnDevice(recur_kernel_fn kernel, std::vector<int64_t> &in,
     char *host;
   };
   std::vector<Copy> copies;
-  for (int32_t i = 0; i < layer->num_results; ++i) {
+  for (size_t i = 0; i < outs.size(); ++i) {
     const MemRef &ref = refs[i];
-    int64_t bytes =
-        elementSpan(ref) *
-        static_cast<int64_t>(recur_dtype_size(layer->results[i].dtype));
+    int64_t bytes = elementSpan(ref) *
+                    static_cast<int64_t>(recur_dtype_size(outs[i]->dtype));
     if (bytes == 0 || !ref.aligned)
       continue;
     auto it = std::find_if(copies.begin(), copies.end(), [&](const Copy &c) {
@@ -854,20 +863,34 @@ recur_status Call::run() {
   for (int32_t i = 0; i < layer->num_args; ++i)
     if (recur_status status = packArgument(layer->args[i], st, in))
       return status;
+  std::vector<const recur_arg_desc *> args, resultDescs;
+  for (int32_t i = 0; i < layer->num_args; ++i)
+    args.push_back(&layer->args[i]);
+  for (int32_t i = 0; i < layer->num_results; ++i)
+    resultDescs.push_back(&layer->results[i]);
   if (backward) {
-    if (layer->device != RECUR_DEVICE_CPU)
-      return ctx.fail(RECUR_ERROR_UNSUPPORTED,
-                      "the layer runs on a CUDA device, where backward "
-                      "kernels are not supported yet");
     if (recur_status status = packCotangents(in))
       return status;
-    if (layer->output_destinations)
+    if (layer->output_destinations && layer->device == RECUR_DEVICE_CPU)
       if (recur_status status = packGradDestinations(st, in))
         return status;
     std::vector<int64_t> out(wordCount(layer->args, layer->num_args), 0);
-    kernel(in.data(), out.data());
+    BufferList hostGrads;
+    if (layer->device == RECUR_DEVICE_CUDA) {
+      // The kernel reads the arguments, then a cotangent per result.
+      std::vector<const recur_arg_desc *> ins = args;
+      ins.insert(ins.end(), resultDescs.begin(), resultDescs.end());
+      if (recur_status status =
+              runOnDevice(kernel, ins, args, in, out, hostGrads))
+        return status;
+    } else {
+      kernel(in.data(), out.data());
+    }
     if (recur_status status = unpackGrads(out))
       return status;
+    // The host copies of a CUDA kernel's gradients are the call's now.
+    for (const MemRef &grad : results)
+      hostGrads.release(grad.allocated);
     copyGrads();
     return RECUR_OK;
   }
@@ -877,7 +900,8 @@ recur_status Call::run() {
   std::vector<int64_t> out(wordCount(layer->results, layer->num_results), 0);
   BufferList hostResults;
   if (layer->device == RECUR_DEVICE_CUDA) {
-    if (recur_status status = runOnDevice(kernel, in, out, hostResults))
+    if (recur_status status =
+            runOnDevice(kernel, args, resultDescs, in, out, hostResults))
       return status;
   } else {
     kernel(in.data(), out.data());

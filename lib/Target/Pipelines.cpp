@@ -191,7 +191,8 @@ void mlir::recur::buildCudaLoweringPipeline(
   // bytes). The constants a launch uses are sunk into it before outlining,
   // so a kernel's loops see their steps and strides (the unrolled scan's
   // loads then take their offsets as immediates instead of a register
-  // each).
+  // each). Launches of the same code (the backward's recomputed forward
+  // nests, a block body's repeats) share one kernel, compiled once.
   std::string text =
       bufferizedLoops(/*scanGroup=*/1, /*scanChunk=*/0, options.scanSpread,
                       options.scanUnrollBytes,
@@ -207,7 +208,8 @@ void mlir::recur::buildCudaLoweringPipeline(
       "}),"
       "gpu-launch-sink-index-computations,"
       "gpu-kernel-outlining,"
-      "cse,";
+      "cse,"
+      "recur-merge-gpu-kernels,";
   for (const std::string &chip : options.chips)
     text += "nvvm-attach-target{chip=" + chip +
             " O=" + std::to_string(options.optLevel) + "},";

@@ -860,6 +860,31 @@ void doubleKernel(int64_t *in, int64_t *out) {
   std::memcpy(out, words, sizeof(words));
 }
 
+/// The user's cotangent buffer of the last backward call.
+const void *userCotangent = nullptr;
+
+/// The backward of doubleKernel, dx = 2 dy: its arguments are x, then the
+/// cotangent dy, both device memory (not the user's buffers, and counted
+/// by the runtime); it allocates dx through the runtime.
+void doubleBackwardKernel(int64_t *in, int64_t *out) {
+  auto *x = reinterpret_cast<const float *>(static_cast<intptr_t>(in[1]));
+  auto *dy = reinterpret_cast<const float *>(static_cast<intptr_t>(in[6]));
+  int64_t n = in[8];
+  recur_memory_stats stats;
+  recur_cuda_memory_stats_get(&stats);
+  if (x == userInput || dy == userCotangent ||
+      stats.live_bytes < static_cast<size_t>(2 * n) * 4)
+    n = 0; // the test sees a gradient of zeros
+  auto *dx = static_cast<float *>(recur_cuda_memref_alloc(in[3] * 4 + 4));
+  for (int64_t i = 0; i < in[3]; ++i)
+    dx[i] = i < n ? 2 * dy[in[7] + i * in[9]] : 0.0f;
+  kernelResult = dx;
+  int64_t words[] = {static_cast<int64_t>(reinterpret_cast<intptr_t>(dx)),
+                     static_cast<int64_t>(reinterpret_cast<intptr_t>(dx)), 0,
+                     in[3], 1};
+  std::memcpy(out, words, sizeof(words));
+}
+
 /// A kernel whose launch fails, as compiled code whose module did not load.
 void failingKernel(int64_t *in, int64_t *out) {
   doubleKernel(in, out);
@@ -938,6 +963,43 @@ TEST(FakeDriver, ForwardRunsADeviceLayer) {
   EXPECT_NE(recur_cuda_free(const_cast<void *>(kernelResult)), RECUR_OK);
 }
 
+// FakeDriver: recur_backward on a device layer puts the input and the
+// cotangent on the device, runs the backward kernel there and copies the
+// gradient back into the user's strided tensor, leaving nothing behind.
+TEST(FakeDriver, BackwardRunsADeviceLayer) {
+  DeviceLayer layer(doubleKernel);
+  layer.desc.backward = doubleBackwardKernel;
+  constexpr int64_t n = 5;
+  float xs[n], dys[2 * n], dxs[2 * n];
+  for (int64_t i = 0; i < n; ++i)
+    xs[i] = static_cast<float>(i);
+  for (int64_t i = 0; i < 2 * n; ++i)
+    dys[i] = static_cast<float>(i) + 0.25f;
+  std::memset(dxs, 0, sizeof(dxs));
+  int64_t shape[] = {n}, stride2[] = {2};
+  recur_tensor x = recur_tensor_contiguous(xs, RECUR_F32, 1, shape);
+  recur_tensor dy = recur_tensor_contiguous(dys, RECUR_F32, 1, shape);
+  std::memcpy(dy.strides, stride2, sizeof(stride2));
+  recur_tensor dx = recur_tensor_contiguous(dxs, RECUR_F32, 1, shape);
+  std::memcpy(dx.strides, stride2, sizeof(stride2));
+  userInput = xs;
+  userCotangent = dys;
+  recur_memory_stats host0;
+  recur_memory_stats_get(&host0);
+  ASSERT_OK(recur_backward(&layer.desc, &x, nullptr, nullptr, &dy, nullptr, &dx,
+                           nullptr, nullptr));
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_EQ(dxs[2 * i], 2 * dys[2 * i]) << "element " << i;
+    EXPECT_EQ(dxs[2 * i + 1], 0.0f);
+  }
+  recur_memory_stats device, host;
+  recur_cuda_memory_stats_get(&device);
+  recur_memory_stats_get(&host);
+  EXPECT_EQ(device.live_bytes, 0u);
+  EXPECT_EQ(host.live_bytes, host0.live_bytes);
+  EXPECT_NE(recur_cuda_free(const_cast<void *>(kernelResult)), RECUR_OK);
+}
+
 // FakeDriver: a device failure inside the kernel is the call's error, and
 // the buffers are still freed.
 TEST(FakeDriver, ForwardReportsAFailedKernel) {
@@ -969,4 +1031,22 @@ TEST(DefaultDriver, ForwardOfADeviceLayerSaysNoDevice) {
                      "recur_forward(Double): cannot put 'x' on the device: "
                      "no CUDA device");
   EXPECT_EQ(ys[0], 5.0f);
+}
+
+// DefaultDriver: without a driver, recur_backward on a CUDA layer says so
+// and leaves the gradient alone.
+TEST(DefaultDriver, BackwardOfADeviceLayerSaysNoDevice) {
+  DeviceLayer layer(doubleKernel);
+  layer.desc.backward = doubleBackwardKernel;
+  float xs[2] = {1, 2}, dys[2] = {3, 4}, dxs[2] = {5, 5};
+  int64_t shape[] = {2};
+  recur_tensor x = recur_tensor_contiguous(xs, RECUR_F32, 1, shape);
+  recur_tensor dy = recur_tensor_contiguous(dys, RECUR_F32, 1, shape);
+  recur_tensor dx = recur_tensor_contiguous(dxs, RECUR_F32, 1, shape);
+  EXPECT_RECUR_ERROR(recur_backward(&layer.desc, &x, nullptr, nullptr, &dy,
+                                    nullptr, &dx, nullptr, nullptr),
+                     RECUR_ERROR_NO_DEVICE,
+                     "recur_backward(Double): cannot put 'x' on the device: "
+                     "no CUDA device");
+  EXPECT_EQ(dxs[0], 5.0f);
 }

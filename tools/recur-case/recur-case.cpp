@@ -12,8 +12,10 @@
 //     saved inputs, params and initial states, compared with the saved
 //     float64 oracle results, then the saved stream plans or segments.
 //     Prints what recur-run prints (`max_rel_err:`, `time_ms:`,
-//     `stream_max_rel_err:`); exit status 1 when an error exceeds the
-//     case's tolerance or a call fails.
+//     `stream_max_rel_err:`); for a case saved with --gradcheck, then the
+//     backward on the saved output cotangents, each gradient against the
+//     one recur-run checked (`backward_ms:`, `max_grad_rel_err:`); exit
+//     status 1 when an error exceeds the case's tolerance or a call fails.
 //   recur-case --bench NAME=VALUE,... [--repeat N]
 //     Times the kernel alone on device buffers of the given runtime sizes
 //     (inputs uniform in [0, 0.7): decays below 1), and a device-to-device
@@ -143,6 +145,11 @@ struct Case {
     std::vector<std::vector<Complex>> want;
   };
   std::vector<Segment> segments;
+  /// With --gradcheck: the output cotangents (d_output, d_state) and the
+  /// gradients recur-run checked against central differences, each by its
+  /// index.
+  double gradTolerance = -1.0;
+  std::vector<Tensor> dOutputs, dStates, gradInputs, gradParams, gradStates;
 
   std::string path(const std::string &file) const { return dir + "/" + file; }
 
@@ -166,6 +173,14 @@ std::vector<const recur_arg_desc *> argsOf(recur_role role) {
     if (layer->args[i].role == role)
       out.push_back(&layer->args[i]);
   return out;
+}
+
+/// The number of results of `role`.
+size_t argsOfResults(recur_role role) {
+  size_t n = 0;
+  for (int32_t r = 0; r < layer->num_results; ++r)
+    n += layer->results[r].role == role;
+  return n;
 }
 
 int loadCase(Case &c) {
@@ -250,6 +265,42 @@ int loadCase(Case &c) {
       if (!readTensor(c.path(file), t, error))
         return bad(error);
       segIn.push_back(std::move(t));
+    } else if (key == "grad_tolerance") {
+      words >> c.gradTolerance;
+    } else if (key == "d_output" || key == "d_state" || key == "grad_input" ||
+               key == "grad_param" || key == "grad_state") {
+      // A cotangent of an output or final state, or a gradient of an input,
+      // param or initial state, in order.
+      int i = -1;
+      std::string file;
+      words >> i >> file;
+      bool cotangent = key[0] == 'd';
+      recur_role role = key == "d_output" ? RECUR_ROLE_OUTPUT
+                        : key == "d_state"
+                            ? RECUR_ROLE_NEXT_STATE
+                            : (key == "grad_input"   ? RECUR_ROLE_INPUT
+                               : key == "grad_param" ? RECUR_ROLE_PARAM
+                                                     : RECUR_ROLE_STATE);
+      std::vector<const recur_arg_desc *> descs;
+      for (int32_t r = 0; cotangent && r < layer->num_results; ++r)
+        if (layer->results[r].role == role)
+          descs.push_back(&layer->results[r]);
+      if (!cotangent)
+        descs = argsOf(role);
+      std::vector<Tensor> &list = key == "d_output"     ? c.dOutputs
+                                  : key == "d_state"    ? c.dStates
+                                  : key == "grad_input" ? c.gradInputs
+                                  : key == "grad_param" ? c.gradParams
+                                                        : c.gradStates;
+      if (i != static_cast<int>(list.size()) ||
+          i >= static_cast<int>(descs.size()) || c.dims.empty())
+        return bad("bad or out-of-order " + key +
+                   " index, or no dims "
+                   "before it");
+      Tensor t = makeTensor(*descs[i], c.dims);
+      if (!readTensor(c.path(file), t, error))
+        return bad(error);
+      list.push_back(std::move(t));
     } else if (key == "plan") {
       std::string kind;
       words >> kind;
@@ -269,6 +320,15 @@ int loadCase(Case &c) {
     return fail("the case gives the oracle's values of " +
                 std::to_string(c.want.size()) + " of " +
                 std::to_string(layer->num_results) + " results");
+  if (c.gradTolerance >= 0.0 &&
+      (c.dOutputs.size() != argsOfResults(RECUR_ROLE_OUTPUT) ||
+       c.dStates.size() != argsOfResults(RECUR_ROLE_NEXT_STATE) ||
+       c.gradInputs.size() != argsOf(RECUR_ROLE_INPUT).size() ||
+       c.gradParams.size() != argsOf(RECUR_ROLE_PARAM).size() ||
+       c.gradStates.size() != argsOf(RECUR_ROLE_STATE).size()))
+    return fail("the case's gradient check is incomplete: it needs a "
+                "cotangent of every output and final state, and a gradient "
+                "of every input, param and initial state");
   for (auto &[i, t] : args)
     (t.sig->role == RECUR_ROLE_INPUT   ? c.inputs
      : t.sig->role == RECUR_ROLE_PARAM ? c.params
@@ -325,6 +385,58 @@ std::vector<recur_tensor> slices(Case &c, std::vector<Tensor> &ts,
       },
       [&](const Tensor &t) { return c.isRowFlag(*t.sig); },
       [&](const Tensor &t) { return makeTensor(*t.sig, c.dims); });
+}
+
+/// Runs the layer's backward on the case's cotangents and compares each
+/// gradient with the one recur-run checked against central differences
+/// (`max_grad_rel_err:` per tensor and overall). False when one exceeds the
+/// case's gradient tolerance or the call fails.
+bool checkGradients(Case &c) {
+  std::vector<Tensor> grads[3];
+  for (auto [from, to] : {std::pair{&c.gradInputs, &grads[0]},
+                          std::pair{&c.gradParams, &grads[1]},
+                          std::pair{&c.gradStates, &grads[2]}})
+    for (const Tensor &t : *from)
+      to->push_back(makeTensor(*t.sig, c.dims));
+  std::vector<recur_tensor> in = views(c.inputs), p = views(c.params),
+                            dOut = views(c.dOutputs), dSt = views(c.dStates),
+                            gIn = views(grads[0]), gP = views(grads[1]),
+                            gS = views(grads[2]);
+  recur_state *state = newState(c, c.states);
+  if (!state)
+    return runtimeFail("recur_state_create"), false;
+  auto start = std::chrono::steady_clock::now();
+  recur_status s =
+      recur_backward(layer, in.data(), p.data(), state, dOut.data(), dSt.data(),
+                     gIn.data(), gP.data(), gS.data());
+  auto stop = std::chrono::steady_clock::now();
+  recur_state_destroy(state);
+  if (s != RECUR_OK)
+    return runtimeFail("recur_backward"), false;
+  std::printf("backward_ms: %.3f\n",
+              std::chrono::duration<double, std::milli>(stop - start).count());
+  double worst = 0.0;
+  bool ok = true;
+  for (auto [want, got] : {std::pair{&c.gradInputs, &grads[0]},
+                           std::pair{&c.gradParams, &grads[1]},
+                           std::pair{&c.gradStates, &grads[2]}})
+    for (size_t i = 0; i < want->size(); ++i) {
+      const Tensor &w = (*want)[i], &g = (*got)[i];
+      double err = maxRelErr(g.values(), w.values());
+      std::printf("grad %s %s\nmax_grad_rel_err: %.3g\n", w.sig->name,
+                  shapeText(w).c_str(), err);
+      worst = std::max(worst, err);
+      if (!(err <= c.gradTolerance)) {
+        ok = false;
+        std::fflush(stdout);
+        std::fprintf(stderr,
+                     "recur-case: error: %s: max_grad_rel_err %.3g exceeds "
+                     "the tolerance %.3g\n",
+                     w.sig->name, err, c.gradTolerance);
+      }
+    }
+  std::printf("max_grad_rel_err: %.3g\n", worst);
+  return ok;
 }
 
 int runCase(const std::string &dir, int repeatOverride) {
@@ -443,6 +555,8 @@ int runCase(const std::string &dir, int repeatOverride) {
     std::printf("stream_max_rel_err: %.3g\n", worst);
     check("stream_max_rel_err", worst);
   }
+  if (c.gradTolerance >= 0.0 && !checkGradients(c))
+    ok = false;
   return ok ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
@@ -622,9 +736,10 @@ int main(int argc, char **argv) {
           "usage: %s DIR [--repeat N]\n"
           "       %s --bench NAME=VALUE,... [--repeat N]\n\n"
           "Checks the case recur-run --save-case=DIR wrote against this\n"
-          "program's layer (%s), or times the kernel alone on device\n"
-          "buffers. Exit status 1 when an error exceeds the tolerance or a\n"
-          "call fails.\n",
+          "program's layer (%s): its outputs and final states, the stream,\n"
+          "and for a case saved with --gradcheck its backward's gradients;\n"
+          "or times the kernel alone on device buffers. Exit status 1 when\n"
+          "an error exceeds the tolerance or a call fails.\n",
           argv[0], argv[0], layer->name);
       return EXIT_SUCCESS;
     }

@@ -168,7 +168,9 @@ cl::opt<std::string> saveCase(
     cl::desc("Compile and run nothing: write the run's inputs, params, "
              "initial states, stream plans and the float64 oracle's results "
              "into this directory, for recur-case to check a kernel compiled "
-             "by recurc on a machine without LLVM (docs/cuda.md)"),
+             "by recurc on a machine without LLVM (docs/cuda.md). With "
+             "--gradcheck, run the gradient check on the CPU first and save "
+             "its output cotangents and the gradients it passed"),
     cl::value_desc("dir"), cl::cat(runCategory));
 cl::opt<double> tolerance(
     "tolerance",
@@ -507,13 +509,24 @@ bool writeValues(StringRef dir, StringRef name,
   return writeBytes(dir, name, values.data(), values.size() * sizeof(Complex));
 }
 
+/// What a passed gradient check leaves for --save-case: the cotangents of
+/// the outputs and final states, and the backward's gradients of the
+/// inputs, params and initial states (each by its index).
+struct GradCase {
+  std::vector<HostTensor> dOutputs, dStates;
+  std::vector<HostTensor> gradInputs, gradParams, gradStates;
+};
+
 /// Writes the case recur-case checks (docs/cuda.md, "Running on a machine
 /// without LLVM"): `case.txt` naming the layer, the runtime sizes, the
 /// tolerance, the file of every argument (its bytes in the layer's dtype,
 /// row-major) and of every oracle result (complex128), and with --stream the
 /// plans, or for a layer without a time dimension three segments, each
-/// with its inputs and the oracle's results from the one before.
-int saveCaseFiles(Run &run, StringRef dir, double tol) {
+/// with its inputs and the oracle's results from the one before; with
+/// `grads`, the gradient tolerance, the output cotangents (in the layer's
+/// dtype) and the gradients a gradient check passed (its dtype too).
+int saveCaseFiles(Run &run, StringRef dir, double tol,
+                  GradCase *grads = nullptr) {
   if (std::error_code ec = sys::fs::create_directories(dir))
     return fail("cannot create directory '" + dir + "': " + ec.message());
   std::string text;
@@ -587,6 +600,26 @@ int saveCaseFiles(Run &run, StringRef dir, double tol) {
       }
       from = std::move(next);
     }
+  }
+  if (grads) {
+    // Another backward is compared with these gradients, not with
+    // differences: the results' roundoff tolerance applies.
+    m << "grad_tolerance " << format("%.17g", tol) << "\n";
+    auto save = [&](StringRef what, std::vector<HostTensor> &tensors) {
+      for (auto [i, h] : llvm::enumerate(tensors)) {
+        std::string name = (what + Twine(i) + ".bin").str();
+        if (!writeBytes(dir, name, h.bytes.data(), h.bytes.size()))
+          return false;
+        m << what << " " << i << " " << name << "\n";
+      }
+      return true;
+    };
+    if (!save("d_output", grads->dOutputs) ||
+        !save("d_state", grads->dStates) ||
+        !save("grad_input", grads->gradInputs) ||
+        !save("grad_param", grads->gradParams) ||
+        !save("grad_state", grads->gradStates))
+      return EXIT_FAILURE;
   }
   if (!writeBytes(dir, "case.txt", text.data(), text.size()))
     return EXIT_FAILURE;
@@ -735,35 +768,65 @@ LogicalResult addFrozenForward(mlir::ModuleOp module, mlir::func::FuncOp f,
   return success();
 }
 
-/// Appends the memref descriptor of host tensor `t` (row-major) to `words`.
-void packHost(std::vector<int64_t> &words, HostTensor &t) {
-  auto ptr = static_cast<int64_t>(reinterpret_cast<intptr_t>(t.bytes.data()));
+/// Appends the memref descriptor of a row-major buffer at `data` with
+/// `shape` to `words`.
+void packRowMajor(std::vector<int64_t> &words, const void *data,
+                  const std::vector<int64_t> &shape) {
+  auto ptr = static_cast<int64_t>(reinterpret_cast<intptr_t>(data));
   words.insert(words.end(), {ptr, ptr, 0});
-  words.insert(words.end(), t.shape.begin(), t.shape.end());
-  std::vector<int64_t> strides(t.shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(t.shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * t.shape[d + 1];
+  words.insert(words.end(), shape.begin(), shape.end());
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
   words.insert(words.end(), strides.begin(), strides.end());
 }
 
+/// Device buffers freed when this goes out of scope.
+struct DeviceBuffers {
+  std::vector<void *> buffers;
+  ~DeviceBuffers() {
+    for (void *b : buffers)
+      recur_cuda_free(b);
+  }
+};
+
 /// Calls a kernel on the layer's arguments (then `extra`), and reads its
 /// results (described by `sigs`) into host tensors, freeing the buffers it
-/// made for them.
-std::vector<HostTensor> callKernel(Run &run, recur_kernel_fn kernel,
-                                   std::vector<HostTensor> &extra,
-                                   ArrayRef<const TensorSignature *> sigs) {
+/// made for them. A CUDA layer's kernel (`run.sig.deviceKernel`) runs on
+/// device copies of the arguments, and its results are copied back.
+Expected<std::vector<HostTensor>>
+callKernel(Run &run, recur_kernel_fn kernel, std::vector<HostTensor> &extra,
+           ArrayRef<const TensorSignature *> sigs) {
+  bool device = run.sig.deviceKernel;
+  DeviceBuffers onDevice;
+  auto deviceError = [](const Twine &what) {
+    return createStringError(what + ": " + recur_last_error());
+  };
   std::vector<int64_t> in;
   std::vector<const void *> args;
-  auto pack = [&](HostTensor &t) {
-    packHost(in, t);
-    args.push_back(t.bytes.data());
+  auto pack = [&](HostTensor &t) -> Error {
+    const void *data = t.bytes.data();
+    if (device) {
+      void *copy = nullptr;
+      if (recur_cuda_malloc(t.bytes.size(), &copy))
+        return deviceError("cannot put '" + t.sig->name + "' on the device");
+      onDevice.buffers.push_back(copy);
+      if (copy && recur_cuda_memcpy_htod(copy, data, t.bytes.size(), nullptr))
+        return deviceError("cannot copy '" + t.sig->name + "' to the device");
+      data = copy;
+    }
+    packRowMajor(in, data, t.shape);
+    args.push_back(data);
+    return Error::success();
   };
   for (const TensorSignature &a : run.sig.args)
-    pack(a.role == RECUR_ROLE_INPUT   ? run.inputs[a.index]
-         : a.role == RECUR_ROLE_PARAM ? run.params[a.index]
-                                      : run.states[a.index]);
+    if (Error e = pack(a.role == RECUR_ROLE_INPUT   ? run.inputs[a.index]
+                       : a.role == RECUR_ROLE_PARAM ? run.params[a.index]
+                                                    : run.states[a.index]))
+      return std::move(e);
   for (HostTensor &t : extra)
-    pack(t);
+    if (Error e = pack(t))
+      return std::move(e);
   size_t words = 0;
   for (const TensorSignature *t : sigs)
     words += 3 + 2 * t->shape.size();
@@ -773,6 +836,20 @@ std::vector<HostTensor> callKernel(Run &run, recur_kernel_fn kernel,
   std::vector<HostTensor> results;
   std::vector<void *> freed;
   const int64_t *w = out.data();
+  // The kernel's buffers are freed whatever happens below.
+  auto freeResult = [&](void *allocated) {
+    if (!allocated || llvm::is_contained(args, allocated) ||
+        llvm::is_contained(freed, allocated))
+      return;
+    freed.push_back(allocated);
+    if (device)
+      recur_cuda_free(allocated);
+    else
+      recur_free(allocated);
+  };
+  std::string failed; // the first device error
+  if (device && recur_cuda_take_error())
+    failed = "the CUDA kernel failed: " + std::string(recur_last_error());
   for (const TensorSignature *t : sigs) {
     size_t rank = t->shape.size();
     auto *allocated = reinterpret_cast<void *>(static_cast<intptr_t>(w[0]));
@@ -784,33 +861,50 @@ std::vector<HostTensor> callKernel(Run &run, recur_kernel_fn kernel,
     w += 3 + 2 * rank;
     HostTensor h = makeTensor(*t, shape);
     size_t bytes = recur_dtype_size(t->dtype);
-    for (int64_t i = 0; i < h.numel(); ++i) {
-      int64_t at = offset, rest = i;
-      for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
-        at += (rest % shape[d]) * strides[d];
-        rest /= shape[d];
-      }
-      std::memcpy(h.bytes.data() + i * bytes, aligned + at * bytes, bytes);
+    // The elements from the start of the buffer to the last one of the
+    // result: what a copy from the device must cover.
+    int64_t span = h.numel() > 0 ? offset + 1 : 0;
+    for (size_t d = 0; d < rank && h.numel() > 0; ++d)
+      span += (shape[d] - 1) * strides[d];
+    std::vector<unsigned char> hostCopy;
+    if (device && span > 0 && failed.empty()) {
+      hostCopy.resize(span * bytes);
+      if (recur_cuda_memcpy_dtoh(hostCopy.data(), aligned, hostCopy.size(),
+                                 nullptr))
+        failed = "cannot copy a result from the device: " +
+                 std::string(recur_last_error());
+      aligned = hostCopy.data();
     }
+    if (failed.empty())
+      for (int64_t i = 0; i < h.numel(); ++i) {
+        int64_t at = offset, rest = i;
+        for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
+          at += (rest % shape[d]) * strides[d];
+          rest /= shape[d];
+        }
+        std::memcpy(h.bytes.data() + i * bytes, aligned + at * bytes, bytes);
+      }
     readBack(h);
     results.push_back(std::move(h));
-    if (llvm::is_contained(args, allocated) ||
-        llvm::is_contained(freed, allocated))
-      continue;
-    freed.push_back(allocated);
-    recur_free(allocated);
+    freeResult(allocated);
   }
+  if (!failed.empty())
+    return createStringError(failed);
   return results;
 }
 
 /// The layer's results (outputs, then final states) with the stop-gradient
 /// values held at `frozen.base`.
-std::vector<HostTensor> frozenResults(Run &run, FrozenForward &frozen) {
+Expected<std::vector<HostTensor>> frozenResults(Run &run,
+                                                FrozenForward &frozen) {
   SmallVector<const TensorSignature *> sigs;
   for (const TensorSignature &r : run.sig.results)
     sigs.push_back(&r);
-  std::vector<HostTensor> byResult =
+  Expected<std::vector<HostTensor>> called =
       callKernel(run, frozen.frozen, frozen.base, sigs);
+  if (!called)
+    return called.takeError();
+  std::vector<HostTensor> &byResult = *called;
   // Kernel results come in declaration order; the check wants outputs,
   // then next states by their state's index.
   std::vector<HostTensor> ordered(byResult.size());
@@ -824,8 +918,10 @@ std::vector<HostTensor> frozenResults(Run &run, FrozenForward &frozen) {
 /// Compares recur_backward with central differences (Richardson-
 /// extrapolated) of Re <w, results> along random and coordinate directions
 /// of every float input, param and initial state. Returns the worst
-/// relative error, or -1 after an error.
-double checkGradients(Run &run, double tol, FrozenForward *frozen) {
+/// relative error, or -1 after an error. Copies the cotangents and the
+/// gradients into `save` when given.
+double checkGradients(Run &run, double tol, FrozenForward *frozen,
+                      GradCase *save) {
   // Random cotangents of the results.
   std::vector<HostTensor> ws = run.makeOutputs();
   for (HostTensor &s : run.states)
@@ -924,7 +1020,13 @@ double checkGradients(Run &run, double tol, FrozenForward *frozen) {
     for (auto &t : frozen->sigs)
       sigs.push_back(t.get());
     std::vector<HostTensor> none;
-    frozen->base = callKernel(run, frozen->values, none, sigs);
+    Expected<std::vector<HostTensor>> values =
+        callKernel(run, frozen->values, none, sigs);
+    if (!values) {
+      fail("the forward failed: " + toString(values.takeError()));
+      return -1.0;
+    }
+    frozen->base = std::move(*values);
   }
   auto results = [&]() -> Expected<std::vector<HostTensor>> {
     if (frozen)
@@ -1027,6 +1129,9 @@ double checkGradients(Run &run, double tol, FrozenForward *frozen) {
             << " exceeds the tolerance " << format("%.3g", tol) << "\n";
       worst = std::max(worst, rel);
     }
+  if (save)
+    *save = {std::move(dOut), std::move(dStates), std::move(gradIn),
+             std::move(gradParams), std::move(gradStates)};
   return worst;
 }
 
@@ -1152,17 +1257,13 @@ int main(int argc, char **argv) {
                : anyF32       ? 1e-4
                               : 1e-9;
 
-  if (!saveCase.empty()) {
-    if (gradcheck)
-      return fail("--save-case saves forward and stream checks; "
-                  "--gradcheck runs only in recur-run");
+  if (!saveCase.empty() && cuda)
+    return fail("--save-case saves a case for any target: drop --target");
+  if (!saveCase.empty() && !gradcheck) {
     run.makeParamsAndStates();
     run.makeInputs(run.inputs, inputScale);
     return saveCaseFiles(run, saveCase, tol);
   }
-  if (cuda && gradcheck)
-    return fail("--gradcheck: the CUDA backend compiles forward kernels "
-                "only so far (docs/cuda.md)");
 
   // The kernel, compiled as recurc compiles it, then JIT-linked.
   mlir::OwningOpRef<mlir::ModuleOp> lowered(
@@ -1451,8 +1552,9 @@ int main(int argc, char **argv) {
     }
   }
   if (gradcheck) {
-    double worst = checkGradients(run, gradTolerance,
-                                  frozenTypes.empty() ? nullptr : &frozen);
+    GradCase saved;
+    double worst = checkGradients(
+        run, gradTolerance, frozenTypes.empty() ? nullptr : &frozen, &saved);
     if (worst < 0.0)
       return EXIT_FAILURE;
     outs() << "max_grad_rel_err: " << format("%.3g", worst) << "\n";
@@ -1462,6 +1564,13 @@ int main(int argc, char **argv) {
           << "max_grad_rel_err " << format("%.3g", worst)
           << " exceeds the tolerance "
           << format("%.3g", gradTolerance.getValue()) << "\n";
+    }
+    if (!saveCase.empty()) {
+      // The case's reference gradients are the ones just checked.
+      if (!ok)
+        return fail("not saving the case in '" + saveCase +
+                    "': its checks failed here");
+      return saveCaseFiles(run, saveCase, tol, &saved);
     }
   }
   return ok ? EXIT_SUCCESS : EXIT_FAILURE;

@@ -91,10 +91,9 @@ cl::opt<std::string> target(
              "cuda:sm_80, cuda:sm_80,sm_90 (host object code launching "
              "kernels assembled by the CUDA toolkit's ptxas for each chip, "
              "default sm_90, packed in an embedded fat binary with the PTX "
-             "of the last chip; forward kernels only so far). Without "
-             "--emit, -o names a directory that receives <layer>.o and "
-             "<layer>.h (forward, step and, on the CPU and where it can be "
-             "derived, backward); link with librecur_rt"),
+             "of the last chip). Without --emit, -o names a directory "
+             "that receives <layer>.o and <layer>.h (forward, step and, "
+             "where it can be derived, backward); link with librecur_rt"),
     cl::value_desc("backend"), cl::cat(recurcCategory));
 
 cl::opt<std::string> glaAlgorithm(
@@ -244,6 +243,9 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
                      const mlir::recur::CudaTargetOptions *cuda) {
   if (emit == Emit::Obj && outputFile == "-")
     return fail("--emit=obj writes an object file: give it -o FILE");
+  // Each layer's backward beside it, where it can be derived.
+  if (failed(mlir::recur::deriveBackwardFunctions(ir, backwardKeepStates)))
+    return EXIT_FAILURE;
   if (cuda && emit == Emit::PTX) {
     llvm::LLVMContext llvmContext;
     auto lowered =
@@ -252,11 +254,6 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
       return EXIT_FAILURE;
     return writeFile(outputFile, [&](raw_ostream &os) { os << lowered->ptx; });
   }
-  // Each layer's backward beside it, where it can be derived (the CUDA
-  // backend compiles forward kernels only so far).
-  if (!cuda &&
-      failed(mlir::recur::deriveBackwardFunctions(ir, backwardKeepStates)))
-    return EXIT_FAILURE;
   std::vector<mlir::recur::LayerSignature> signatures;
   for (auto func : ir.getOps<mlir::func::FuncOp>()) {
     if (func.getSymName().ends_with(mlir::recur::kBackwardSuffix))
@@ -451,8 +448,9 @@ int main(int argc, char **argv) {
       "  recurc SPEC.recur --target=cpu --emit=llvm|obj|header -o FILE "
       "...\n"
       "  recurc SPEC.recur --target=cuda[:sm_80,sm_90] -o OUTDIR ...\n"
-      "      the same for NVIDIA GPUs (forward kernels; the CUDA toolkit's\n"
-      "      ptxas and fatbinary are run, CUDA_PATH names the toolkit)\n"
+      "      the same for NVIDIA GPUs (forward, step and backward kernels;\n"
+      "      the CUDA toolkit's ptxas and fatbinary are run, CUDA_PATH names\n"
+      "      the toolkit)\n"
       "  recurc SPEC.recur --target=cuda[:...] --emit=ptx|llvm|obj|header "
       "-o FILE ...\n\n"
       "Errors are reported as file:line:col: error: ... with the source line "

@@ -635,4 +635,23 @@ def RecurGpuOffload : Pass<"recur-gpu-offload", "::mlir::func::FuncOp"> {
   ];
 }
 
+def RecurMergeGpuKernels : Pass<"recur-merge-gpu-kernels",
+                                 "::mlir::ModuleOp"> {
+  let summary = "Keep one GPU module of each set of identical outlined "
+                "kernels";
+  let description = [{
+    Runs after `gpu-kernel-outlining`, which gives every launch a
+    `gpu.module` of its own. Where two modules hold the same kernel (the
+    same function type, attributes other than its name, and body, and the
+    same other ops: the constant globals copied in), the launches of the
+    second launch the first's kernel and the second module goes. A derived
+    backward recomputes forward loop nests, and a block-recurrent layer
+    repeats its block's, so many launches run the same code; each distinct
+    kernel then goes through NVVM, `ptxas` and the module load once
+    (GateLoop with its backward: 61 kernels, 23 distinct). A compile-time
+    measure: what each launch computes is unchanged.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 #endif // RECUR_CONVERSION_PASSES_TD

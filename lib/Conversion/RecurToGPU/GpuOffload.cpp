@@ -229,8 +229,11 @@ private:
     if (auto loop = dyn_cast<scf::ParallelOp>(op))
       return loop.getNumResults() == 0 && !deviceOperand ? Place::Parallel
                                                          : Place::Device;
-    if (isa<memref::CopyOp>(op))
-      return Place::Copy;
+    // A copy of one element (rank 0) has no loop to spread: it joins the
+    // single-thread launches.
+    if (auto copy = dyn_cast<memref::CopyOp>(op))
+      return copy.getSource().getType().getRank() > 0 ? Place::Copy
+                                                      : Place::Device;
     if (isa<scf::ForOp, scf::IfOp>(op) && !deviceOperand &&
         (containsParallelWork(&op) || !touchesDeviceMemory(&op)) &&
         llvm::all_of(op.getResultTypes(), isHostCarried))

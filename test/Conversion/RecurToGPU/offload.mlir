@@ -69,6 +69,7 @@ func.func @parallel(%x: memref<?x8xf32>) {
 // CHECK:   memref.store %{{.*}}, %[[COPY]]
 // CHECK: memref.dealloc %[[S]]
 // CHECK-NOT: memref.copy
+// CHECK-LABEL: func.func @scalar_copy
 func.func @blocks(%x: memref<?x16xf32>) -> memref<16xf32> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -98,6 +99,20 @@ func.func @blocks(%x: memref<?x16xf32>) -> memref<16xf32> {
   memref.copy %s, %copy : memref<16xf32> to memref<16xf32>
   memref.dealloc %s : memref<16xf32>
   return %copy : memref<16xf32>
+}
+
+// A copy of a rank-0 buffer (a derived backward's scalar accumulator) has
+// no loop to spread over threads: it runs in a single-thread launch.
+// CHECK: %[[ONE0:.*]] = arith.constant 1 : index
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %[[ONE0]], {{.*}} = %[[ONE0]], {{.*}} = %[[ONE0]]) threads({{.*}}) in ({{.*}} = %[[ONE0]], {{.*}} = %[[ONE0]], {{.*}} = %[[ONE0]])
+// CHECK:   %[[V:.*]] = memref.load %{{.*}}[] : memref<f32>
+// CHECK:   memref.store %[[V]], %{{.*}}[] : memref<f32>
+// CHECK:   gpu.terminator
+// CHECK-NOT: memref.copy
+func.func @scalar_copy(%s: memref<f32>) -> memref<f32> {
+  %copy = memref.alloc() : memref<f32>
+  memref.copy %s, %copy : memref<f32> to memref<f32>
+  return %copy : memref<f32>
 }
 
 // -----

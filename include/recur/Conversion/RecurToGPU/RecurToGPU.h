@@ -13,6 +13,7 @@ namespace mlir {
 namespace recur {
 
 #define GEN_PASS_DECL_RECURGPUOFFLOAD
+#define GEN_PASS_DECL_RECURMERGEGPUKERNELS
 #include "recur/Conversion/Passes.h.inc"
 
 } // namespace recur

@@ -5,7 +5,7 @@
  * fake driver in test/unit/CudaScenarios.cpp), loading the
  * kernels at startup (a constructor) failed and left "no CUDA device" to
  * be taken, and the kernel entry called directly does nothing harmful and
- * leaves the same error again. */
+ * leaves the same error again; so does the backward kernel's. */
 #include "LRU.h"
 
 #include <stdio.h>
@@ -28,5 +28,11 @@ int main(void) {
   printf("kernel: %s: %s\n", recur_status_name(status), recur_last_error());
   status = recur_cuda_take_error();
   printf("again: %s\n", recur_status_name(status));
+
+  /* The backward kernel, the same way. */
+  printf("backward %s\n", layer->backward ? "set" : "null");
+  recur_LRU_backward_kernel(in, out);
+  status = recur_cuda_take_error();
+  printf("backward: %s: %s\n", recur_status_name(status), recur_last_error());
   return 0;
 }
