@@ -4,9 +4,10 @@
 Runs build/bin/recur-bench (the compiled layers, a streaming copy, OpenBLAS
 sgemm and plain C++ loops, all on the same threads), then the peers of
 scripts/bench-peers.sh (ggml and PyTorch, installed outside the tree) when
-they are installed, then times recurc on every example spec, and prints
-one table: each figure, its ratio to the machine's limit and to each peer,
-and the issue's target. docs/performance.md records a run.
+they are installed, then times recurc on every example spec (with its
+backward, and the forward alone), and prints one table: each figure, its
+ratio to the machine's limit and to each peer, and the issue's target.
+docs/performance.md records a run.
 
   bench/run.py [--build DIR] [--threads N] [--tiny] [--no-peers]
                [--json FILE]
@@ -76,7 +77,7 @@ def run_peers(threads, tiny):
     return peers
 
 
-def compile_times(build, tiny):
+def compile_times(build, tiny, flags=()):
     recurc = os.path.join(build, "bin", "recurc")
     examples = os.path.join(ROOT, "examples")
     times = {}
@@ -86,7 +87,7 @@ def compile_times(build, tiny):
         with tempfile.TemporaryDirectory() as out:
             start = time.perf_counter()
             subprocess.run([recurc, os.path.join(examples, spec),
-                            "--target=cpu", "-o", out], check=True,
+                            "--target=cpu", "-o", out, *flags], check=True,
                            stdout=subprocess.DEVNULL)
             times[spec] = time.perf_counter() - start
     return times
@@ -114,6 +115,8 @@ def main():
     context, ours = run_recur_bench(args.build, args.threads, args.tiny)
     peers = [] if args.no_peers else run_peers(args.threads, args.tiny)
     compiles = compile_times(args.build, args.tiny)
+    # The forward alone (recurc --no-backward: an inference build).
+    forward_compiles = compile_times(args.build, args.tiny, ["--no-backward"])
 
     copy = ours.get("copy/stream", {}).get("gbps")
     sgemm = ours.get("sgemm/openblas", {}).get("gflops")
@@ -190,6 +193,8 @@ def main():
                   f"{flop_ratio:.2f}x; {rates}")
     print("recurc, spec to object (target < 2 s): " +
           ", ".join(f"{k} {v:.2f} s" for k, v in compiles.items()))
+    print("recurc --no-backward (the forward alone): " +
+          ", ".join(f"{k} {v:.2f} s" for k, v in forward_compiles.items()))
 
     if args.json:
         with open(args.json, "w") as f:
@@ -197,7 +202,9 @@ def main():
                        "tiny": args.tiny, "limits": {"copy_gbps": copy,
                                                      "sgemm_gflops": sgemm},
                        "rows": rows, "brt_ratio": brt_ratio,
-                       "compile_s": compiles, "peers": peers}, f, indent=1)
+                       "compile_s": compiles,
+                       "compile_forward_s": forward_compiles,
+                       "peers": peers}, f, indent=1)
 
 
 if __name__ == "__main__":

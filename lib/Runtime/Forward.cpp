@@ -834,7 +834,8 @@ recur_status Call::run() {
   if (!kernel && backward)
     return ctx.fail(RECUR_ERROR_UNSUPPORTED,
                     "the layer has no backward kernel (recurc could not "
-                    "derive one; it said why when it compiled the layer)");
+                    "derive one, and said why, or it compiled the layer with "
+                    "--no-backward)");
   if (!kernel)
     return ctx.fail(RECUR_ERROR_NULL_POINTER, "the layer has no kernel");
   if (isStep && !state)
