@@ -929,6 +929,18 @@ struct DeviceLayer {
   }
 };
 
+/// After a call on a device layer: no device buffer is live, the host holds
+/// what it held before the call (`host0`), and the device buffer the kernel
+/// made for its result was freed (freeing it again is refused).
+void expectNothingLeftBehind(const recur_memory_stats &host0) {
+  recur_memory_stats device, host;
+  recur_cuda_memory_stats_get(&device);
+  recur_memory_stats_get(&host);
+  EXPECT_EQ(device.live_bytes, 0u);
+  EXPECT_EQ(host.live_bytes, host0.live_bytes);
+  EXPECT_NE(recur_cuda_free(const_cast<void *>(kernelResult)), RECUR_OK);
+}
+
 } // namespace
 
 // FakeDriver: a strided input goes to the device as a contiguous copy, the
@@ -954,13 +966,7 @@ TEST(FakeDriver, ForwardRunsADeviceLayer) {
     EXPECT_EQ(ys[3 * i], 2 * xs[2 * i]) << "element " << i;
     EXPECT_EQ(ys[3 * i + 1], 0.0f);
   }
-  recur_memory_stats device, host;
-  recur_cuda_memory_stats_get(&device);
-  recur_memory_stats_get(&host);
-  EXPECT_EQ(device.live_bytes, 0u);
-  EXPECT_EQ(host.live_bytes, host0.live_bytes);
-  // The device result was freed: freeing it again is refused.
-  EXPECT_NE(recur_cuda_free(const_cast<void *>(kernelResult)), RECUR_OK);
+  expectNothingLeftBehind(host0);
 }
 
 // FakeDriver: recur_backward on a device layer puts the input and the
@@ -992,12 +998,7 @@ TEST(FakeDriver, BackwardRunsADeviceLayer) {
     EXPECT_EQ(dxs[2 * i], 2 * dys[2 * i]) << "element " << i;
     EXPECT_EQ(dxs[2 * i + 1], 0.0f);
   }
-  recur_memory_stats device, host;
-  recur_cuda_memory_stats_get(&device);
-  recur_memory_stats_get(&host);
-  EXPECT_EQ(device.live_bytes, 0u);
-  EXPECT_EQ(host.live_bytes, host0.live_bytes);
-  EXPECT_NE(recur_cuda_free(const_cast<void *>(kernelResult)), RECUR_OK);
+  expectNothingLeftBehind(host0);
 }
 
 // FakeDriver: a device failure inside the kernel is the call's error, and
