@@ -76,8 +76,14 @@ if [[ $cmd == prepare ]]; then
     fi
     layer=$(basename "$(ls "$dir"/*.h)" .h)
     # shellcheck disable=SC2086
-    "$build/bin/recur-run" "$root/$spec" $cflags $rflags --repeat 3 \
-      --save-case="$dir" >/dev/null
+    if ! "$build/bin/recur-run" "$root/$spec" $cflags $rflags --repeat 3 \
+           --save-case="$dir" >"$dir/save.log" 2>&1; then
+      # A gradient case is saved only when its check passed here.
+      echo "gpu-suite: $name: recur-run --save-case failed:" >&2
+      cat "$dir/save.log" >&2
+      fails=$((fails + 1))
+      continue
+    fi
     link "$dir" "$layer"
     echo "gpu-suite: prepared $name ($layer)"
   done <"$root/test/Integration/CUDA/gpu-cases.txt"
