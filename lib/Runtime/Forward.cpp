@@ -864,11 +864,13 @@ recur_status Call::run() {
   for (int32_t i = 0; i < layer->num_args; ++i)
     if (recur_status status = packArgument(layer->args[i], st, in))
       return status;
-  std::vector<const recur_arg_desc *> args, resultDescs;
-  for (int32_t i = 0; i < layer->num_args; ++i)
-    args.push_back(&layer->args[i]);
-  for (int32_t i = 0; i < layer->num_results; ++i)
-    resultDescs.push_back(&layer->results[i]);
+  // The descriptions of what a CUDA kernel reads and returns (its
+  // arguments, then for a backward kernel a cotangent per result).
+  auto descs = [](const recur_arg_desc *first, int32_t count,
+                  std::vector<const recur_arg_desc *> &out) {
+    for (int32_t i = 0; i < count; ++i)
+      out.push_back(&first[i]);
+  };
   if (backward) {
     if (recur_status status = packCotangents(in))
       return status;
@@ -878,9 +880,10 @@ recur_status Call::run() {
     std::vector<int64_t> out(wordCount(layer->args, layer->num_args), 0);
     BufferList hostGrads;
     if (layer->device == RECUR_DEVICE_CUDA) {
-      // The kernel reads the arguments, then a cotangent per result.
-      std::vector<const recur_arg_desc *> ins = args;
-      ins.insert(ins.end(), resultDescs.begin(), resultDescs.end());
+      std::vector<const recur_arg_desc *> args, ins;
+      descs(layer->args, layer->num_args, args);
+      descs(layer->args, layer->num_args, ins);
+      descs(layer->results, layer->num_results, ins);
       if (recur_status status =
               runOnDevice(kernel, ins, args, in, out, hostGrads))
         return status;
@@ -901,6 +904,9 @@ recur_status Call::run() {
   std::vector<int64_t> out(wordCount(layer->results, layer->num_results), 0);
   BufferList hostResults;
   if (layer->device == RECUR_DEVICE_CUDA) {
+    std::vector<const recur_arg_desc *> args, resultDescs;
+    descs(layer->args, layer->num_args, args);
+    descs(layer->results, layer->num_results, resultDescs);
     if (recur_status status =
             runOnDevice(kernel, args, resultDescs, in, out, hostResults))
       return status;

@@ -175,12 +175,28 @@ std::vector<const recur_arg_desc *> argsOf(recur_role role) {
   return out;
 }
 
-/// The number of results of `role`.
-size_t argsOfResults(recur_role role) {
-  size_t n = 0;
+/// The result descriptions of `role`, in order.
+std::vector<const recur_arg_desc *> resultsOf(recur_role role) {
+  std::vector<const recur_arg_desc *> out;
   for (int32_t r = 0; r < layer->num_results; ++r)
-    n += layer->results[r].role == role;
-  return n;
+    if (layer->results[r].role == role)
+      out.push_back(&layer->results[r]);
+  return out;
+}
+
+/// The gradient check's entries of a case: each key's tensors, in order,
+/// and what describes them.
+struct GradEntry {
+  const char *key;
+  std::vector<Tensor> Case::*list;
+  std::vector<const recur_arg_desc *> descs;
+};
+std::vector<GradEntry> gradEntries() {
+  return {{"d_output", &Case::dOutputs, resultsOf(RECUR_ROLE_OUTPUT)},
+          {"d_state", &Case::dStates, resultsOf(RECUR_ROLE_NEXT_STATE)},
+          {"grad_input", &Case::gradInputs, argsOf(RECUR_ROLE_INPUT)},
+          {"grad_param", &Case::gradParams, argsOf(RECUR_ROLE_PARAM)},
+          {"grad_state", &Case::gradStates, argsOf(RECUR_ROLE_STATE)}};
 }
 
 int loadCase(Case &c) {
@@ -190,6 +206,13 @@ int loadCase(Case &c) {
   std::string line, error;
   int lineNo = 0;
   std::map<int, Tensor> args;
+  std::vector<GradEntry> grads = gradEntries();
+  auto gradEntry = [&](const std::string &key) -> const GradEntry * {
+    for (const GradEntry &e : grads)
+      if (key == e.key)
+        return &e;
+    return nullptr;
+  };
   auto bad = [&](const std::string &why) {
     return fail(c.path("case.txt") + ":" + std::to_string(lineNo) + ": " + why);
   };
@@ -267,37 +290,18 @@ int loadCase(Case &c) {
       segIn.push_back(std::move(t));
     } else if (key == "grad_tolerance") {
       words >> c.gradTolerance;
-    } else if (key == "d_output" || key == "d_state" || key == "grad_input" ||
-               key == "grad_param" || key == "grad_state") {
+    } else if (const GradEntry *entry = gradEntry(key)) {
       // A cotangent of an output or final state, or a gradient of an input,
       // param or initial state, in order.
       int i = -1;
       std::string file;
       words >> i >> file;
-      bool cotangent = key[0] == 'd';
-      recur_role role = key == "d_output" ? RECUR_ROLE_OUTPUT
-                        : key == "d_state"
-                            ? RECUR_ROLE_NEXT_STATE
-                            : (key == "grad_input"   ? RECUR_ROLE_INPUT
-                               : key == "grad_param" ? RECUR_ROLE_PARAM
-                                                     : RECUR_ROLE_STATE);
-      std::vector<const recur_arg_desc *> descs;
-      for (int32_t r = 0; cotangent && r < layer->num_results; ++r)
-        if (layer->results[r].role == role)
-          descs.push_back(&layer->results[r]);
-      if (!cotangent)
-        descs = argsOf(role);
-      std::vector<Tensor> &list = key == "d_output"     ? c.dOutputs
-                                  : key == "d_state"    ? c.dStates
-                                  : key == "grad_input" ? c.gradInputs
-                                  : key == "grad_param" ? c.gradParams
-                                                        : c.gradStates;
+      std::vector<Tensor> &list = c.*(entry->list);
       if (i != static_cast<int>(list.size()) ||
-          i >= static_cast<int>(descs.size()) || c.dims.empty())
+          i >= static_cast<int>(entry->descs.size()) || c.dims.empty())
         return bad("bad or out-of-order " + key +
-                   " index, or no dims "
-                   "before it");
-      Tensor t = makeTensor(*descs[i], c.dims);
+                   " index, or no dims before it");
+      Tensor t = makeTensor(*entry->descs[i], c.dims);
       if (!readTensor(c.path(file), t, error))
         return bad(error);
       list.push_back(std::move(t));
@@ -321,11 +325,9 @@ int loadCase(Case &c) {
                 std::to_string(c.want.size()) + " of " +
                 std::to_string(layer->num_results) + " results");
   if (c.gradTolerance >= 0.0 &&
-      (c.dOutputs.size() != argsOfResults(RECUR_ROLE_OUTPUT) ||
-       c.dStates.size() != argsOfResults(RECUR_ROLE_NEXT_STATE) ||
-       c.gradInputs.size() != argsOf(RECUR_ROLE_INPUT).size() ||
-       c.gradParams.size() != argsOf(RECUR_ROLE_PARAM).size() ||
-       c.gradStates.size() != argsOf(RECUR_ROLE_STATE).size()))
+      std::any_of(grads.begin(), grads.end(), [&](const GradEntry &e) {
+        return (c.*(e.list)).size() != e.descs.size();
+      }))
     return fail("the case's gradient check is incomplete: it needs a "
                 "cotangent of every output and final state, and a gradient "
                 "of every input, param and initial state");
