@@ -40,10 +40,12 @@ recur_compile_layers(inv_brt ../../examples/block_recurrent.recur
          BlockRecurrentDualFixed BlockRecurrentDualLSTM BlockRecurrentFeedback
          SlidingWindow
   DEFINES D=16 H=2 W=4 S=3 F=24 OPTIONS --f64)
+# Forms compared by their forwards only: no backward (--no-backward; a
+# backward call on one would fail with RECUR_ERROR_UNSUPPORTED).
 recur_compile_layers(inv_brt_forms invariants/specs/block_recurrent_forms.recur
   LAYERS BandTiled BandDense T5Probe T5ProbeSelf
          BlockRecurrentSkipFixedTwoPhase
-  DEFINES D=16 H=2 W=4 S=3 F=24 OPTIONS --f64)
+  DEFINES D=16 H=2 W=4 S=3 F=24 OPTIONS --f64 --no-backward)
 recur_invariant_test(BlockRecurrent SOURCES invariants/BlockRecurrent.cpp
   LAYERS inv_brt inv_brt_forms)
 include(${CMAKE_CURRENT_SOURCE_DIR}/invariants/GateLoop.cmake)

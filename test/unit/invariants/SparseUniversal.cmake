@@ -6,9 +6,10 @@
 set(sut_dims D=8 H=2 E=4 K=2 F=6 L=3)
 recur_compile_layers(inv_sut ../../examples/sparse_universal.recur
   LAYERS SparseUniversal DEFINES ${sut_dims} OPTIONS --f64)
+# Traced and variant forms, compared by their forwards only (--no-backward).
 recur_compile_layers(inv_sut_layers invariants/specs/sparse_universal_layers.recur
   LAYERS SUTTrace SUTTraceCausal SUTSkip SUTDenseUT
-  DEFINES ${sut_dims} OPTIONS --f64)
+  DEFINES ${sut_dims} OPTIONS --f64 --no-backward)
 recur_compile_layers(inv_sut_ops invariants/specs/sparse_universal_ops.recur
   LAYERS SUTHaltSteps SUTRouteProbe SUTMoE SUTMim OPTIONS --f64)
 recur_invariant_test(SparseUniversal SOURCES invariants/SparseUniversal.cpp
