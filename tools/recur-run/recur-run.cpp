@@ -21,6 +21,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CompileOptions.h"
+
 #include "recur/Frontend/MLIRGen.h"
 #include "recur/Frontend/Parser.h"
 #include "recur/Oracle/Evaluator.h"
@@ -72,6 +74,9 @@ using recur::reference::Tensor;
 
 namespace {
 cl::OptionCategory runCategory("recur-run options");
+// Shared with recurc (tools/common/CompileOptions.h): the layer is compiled
+// as recurc compiles it.
+recur::tools::CompileOptions compileOptions(runCategory);
 
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<spec.recur>"),
                                cl::Required, cl::cat(runCategory));
@@ -90,35 +95,6 @@ cl::list<std::string>
                    "(repeatable; default: batch 2, time 4 steps or 64 "
                    "positions, others 8)"),
           cl::value_desc("NAME=VALUE"), cl::cat(runCategory));
-cl::opt<std::string> glaAlgorithm(
-    "gla-algorithm",
-    cl::desc("Run every gla with this algorithm, whatever the spec says: "
-             "auto, recurrent or chunked"),
-    cl::value_desc("name"), cl::cat(runCategory));
-cl::opt<bool> backwardKeepStates(
-    "backward-keep-states",
-    cl::desc("Derive backward kernels that keep every intermediate state of "
-             "a gla instead of the states at chunk boundaries (recomputing "
-             "each chunk): more memory, less compute"),
-    cl::cat(runCategory));
-cl::opt<int64_t> glaChunk(
-    "gla-chunk",
-    cl::desc("Give every gla that is not recurrent chunks of this many "
-             "steps (the chunked algorithm's, and the backward's "
-             "recomputed ones)"),
-    cl::value_desc("steps"), cl::init(0), cl::cat(runCategory));
-cl::opt<uint64_t> streamStoreBytes(
-    "stream-store-bytes",
-    cl::desc("A linear scan of f32 or f64 across channels whose output holds "
-             "at least this many bytes writes it with non-temporal stores "
-             "(default 33554432, 32 MiB; 0: never; CPU only): 1 tests that "
-             "form at small sizes"),
-    cl::value_desc("bytes"), cl::init(mlir::recur::kDefaultStreamStoreBytes),
-    cl::cat(runCategory));
-cl::opt<bool> promoteF64("f64",
-                         cl::desc("Compile the layer in double precision "
-                                  "(every float tensor f64, complex c128)"),
-                         cl::cat(runCategory));
 cl::opt<unsigned> seed("seed", cl::desc("Seed of the random inputs"),
                        cl::init(1), cl::cat(runCategory));
 cl::opt<double> inputScale(
@@ -1164,9 +1140,9 @@ int main(int argc, char **argv) {
   recur::frontend::CompileOptions options;
   options.layer = layerName;
   // Finite differences need float64 to mean anything.
-  options.promoteToF64 = promoteF64 || gradcheck;
-  if (std::optional<std::string> error =
-          recur::frontend::setGlaOverrides(options, glaAlgorithm, glaChunk))
+  options.promoteToF64 = compileOptions.promoteF64 || gradcheck;
+  if (std::optional<std::string> error = recur::frontend::setGlaOverrides(
+          options, compileOptions.glaAlgorithm, compileOptions.glaChunk))
     return fail(*error);
   for (const std::string &d : defines)
     if (std::optional<std::string> error =
@@ -1193,6 +1169,9 @@ int main(int argc, char **argv) {
     return fail("unknown --target '" + target +
                 "': expected cpu, cuda or cuda:<chips> (cuda:sm_80,sm_90)");
   }
+  if (std::optional<std::string> error =
+          compileOptions.applyCuda(cuda ? &*cuda : nullptr))
+    return fail(*error);
 
   // Front end.
   mlir::DialectRegistry registry;
@@ -1272,8 +1251,8 @@ int main(int argc, char **argv) {
   SmallVector<mlir::Type> frozenTypes;
   if (gradcheck) {
     // The remark says why when the layer has no backward yet.
-    if (failed(
-            mlir::recur::deriveBackwardFunctions(*lowered, backwardKeepStates)))
+    if (failed(mlir::recur::deriveBackwardFunctions(
+            *lowered, compileOptions.backwardKeepStates)))
       return EXIT_FAILURE;
     hasBackward = static_cast<bool>(lowered->lookupSymbol(
         (sig->name + mlir::recur::kBackwardSuffix).str()));
@@ -1296,8 +1275,7 @@ int main(int argc, char **argv) {
       llvmModule = std::move(gpu->host);
   } else {
     mlir::recur::CpuPipelineOptions options;
-    options.streamStoreBytes =
-        static_cast<int64_t>(std::min<uint64_t>(streamStoreBytes, INT64_MAX));
+    options.streamStoreBytes = compileOptions.streamStoreBytesValue();
     llvmModule = mlir::recur::lowerToLLVMIR(*lowered, *llvmContext, options);
   }
   if (failed(llvmModule))

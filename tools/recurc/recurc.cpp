@@ -17,6 +17,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CompileOptions.h"
+
 #include "recur/Frontend/MLIRGen.h"
 #include "recur/Frontend/Parser.h"
 #include "recur/Target/CpuTarget.h"
@@ -55,6 +57,8 @@ using namespace recur::frontend;
 
 namespace {
 cl::OptionCategory recurcCategory("recurc options");
+// Shared with recur-run (tools/common/CompileOptions.h).
+recur::tools::CompileOptions compileOptions(recurcCategory);
 
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<spec.recur>"),
                                cl::init("-"), cl::cat(recurcCategory));
@@ -96,65 +100,12 @@ cl::opt<std::string> target(
              "where it can be derived, backward); link with librecur_rt"),
     cl::value_desc("backend"), cl::cat(recurcCategory));
 
-cl::opt<std::string> glaAlgorithm(
-    "gla-algorithm",
-    cl::desc("Run every gla with this algorithm, whatever the spec says: "
-             "auto, recurrent or chunked"),
-    cl::value_desc("name"), cl::cat(recurcCategory));
-cl::opt<int64_t> glaChunk(
-    "gla-chunk",
-    cl::desc("Give every gla that is not recurrent chunks of this many "
-             "steps (the chunked algorithm's, and the backward's "
-             "recomputed ones)"),
-    cl::value_desc("steps"), cl::init(0), cl::cat(recurcCategory));
 cl::opt<bool> noBackward(
     "no-backward",
     cl::desc("Compile the forward only (for inference): no backward kernel, "
              "no recur_<layer>_backward in the header; a quarter to a half "
              "of the compile time of a layer with its backward"),
     cl::cat(recurcCategory));
-cl::opt<bool> backwardKeepStates(
-    "backward-keep-states",
-    cl::desc("Derive backward kernels that keep every intermediate state of "
-             "a gla instead of the states at chunk boundaries (recomputing "
-             "each chunk): more memory, less compute"),
-    cl::cat(recurcCategory));
-cl::opt<uint64_t> streamStoreBytes(
-    "stream-store-bytes",
-    cl::desc("A linear scan of f32 or f64 across channels whose output holds "
-             "at least this many bytes writes it with non-temporal stores, "
-             "around the cache (default 33554432, 32 MiB; 0: never; CPU "
-             "only)"),
-    cl::value_desc("bytes"), cl::init(mlir::recur::kDefaultStreamStoreBytes),
-    cl::cat(recurcCategory));
-cl::opt<int64_t> cudaBlockThreads(
-    "cuda-block-threads",
-    cl::desc("Threads per block of the kernels' launches over parallel "
-             "loops, 1 to 1024 (default 128; --target=cuda only)"),
-    cl::value_desc("n"), cl::init(mlir::recur::kDefaultCudaBlockThreads),
-    cl::cat(recurcCategory));
-cl::opt<int64_t> cudaScanUnrollBytes(
-    "cuda-scan-unroll-bytes",
-    cl::desc("Bytes of each input a GPU thread scanning a channel loads "
-             "before it updates, as that many bytes of steps (at most 64 "
-             "steps; 0: a step at a time), 0 to 16384 (default 256; "
-             "--target=cuda only)"),
-    cl::value_desc("bytes"), cl::init(mlir::recur::kDefaultCudaScanUnrollBytes),
-    cl::cat(recurcCategory));
-cl::opt<int64_t> cudaScanSpread(
-    "cuda-scan-spread",
-    cl::desc("A linear scan with at most n / 8 channels and more than 256 "
-             "steps when it runs (one long sequence, say) goes in chunks "
-             "of time over about n GPU threads (its chunks' carries a scan "
-             "of their own) instead of one thread a channel; 0: never, 0 "
-             "to 16777216 (default 65536; --target=cuda only)"),
-    cl::value_desc("n"), cl::init(mlir::recur::kDefaultCudaScanSpread),
-    cl::cat(recurcCategory));
-cl::opt<bool> promoteF64("f64",
-                         cl::desc("Compile every float tensor as f64 and "
-                                  "every complex one as c128 (the layer in "
-                                  "double precision)"),
-                         cl::cat(recurcCategory));
 
 cl::opt<std::string> cpuName(
     "cpu",
@@ -250,8 +201,8 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
   if (emit == Emit::Obj && outputFile == "-")
     return fail("--emit=obj writes an object file: give it -o FILE");
   // Each layer's backward beside it, where it can be derived.
-  if (!noBackward &&
-      failed(mlir::recur::deriveBackwardFunctions(ir, backwardKeepStates)))
+  if (!noBackward && failed(mlir::recur::deriveBackwardFunctions(
+                         ir, compileOptions.backwardKeepStates)))
     return EXIT_FAILURE;
   if (cuda && emit == Emit::PTX) {
     llvm::LLVMContext llvmContext;
@@ -292,8 +243,7 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
     return fail(toString(machine.takeError()));
 
   mlir::recur::CpuPipelineOptions pipelineOptions;
-  pipelineOptions.streamStoreBytes =
-      static_cast<int64_t>(std::min<uint64_t>(streamStoreBytes, INT64_MAX));
+  pipelineOptions.streamStoreBytes = compileOptions.streamStoreBytesValue();
 
   // Each layer on its own, so that each gets its own object.
   bool perLayer = emit == Emit::Default;
@@ -465,9 +415,9 @@ int main(int argc, char **argv) {
 
   CompileOptions options;
   options.layer = layerName;
-  options.promoteToF64 = promoteF64;
-  if (std::optional<std::string> error =
-          recur::frontend::setGlaOverrides(options, glaAlgorithm, glaChunk))
+  options.promoteToF64 = compileOptions.promoteF64;
+  if (std::optional<std::string> error = recur::frontend::setGlaOverrides(
+          options, compileOptions.glaAlgorithm, compileOptions.glaChunk))
     return fail(*error);
   for (const std::string &d : defines)
     if (std::optional<std::string> error = addDefine(options, d))
@@ -485,26 +435,11 @@ int main(int argc, char **argv) {
       return fail("--emit=ptx needs --target=cuda");
     cuda.emplace();
   }
-  if (cuda) {
+  if (cuda)
     cuda->optLevel = std::min(optLevel.getValue(), 3u);
-    if (cudaBlockThreads < 1 || cudaBlockThreads > 1024)
-      return fail("--cuda-block-threads must be 1 to 1024, not " +
-                  std::to_string(cudaBlockThreads));
-    if (cudaScanUnrollBytes < 0 || cudaScanUnrollBytes > 16384)
-      return fail("--cuda-scan-unroll-bytes must be 0 to 16384, not " +
-                  std::to_string(cudaScanUnrollBytes));
-    if (cudaScanSpread < 0 || cudaScanSpread > (int64_t(1) << 24))
-      return fail("--cuda-scan-spread must be 0 to 16777216, not " +
-                  std::to_string(cudaScanSpread));
-    cuda->blockThreads = cudaBlockThreads;
-    cuda->scanUnrollBytes = cudaScanUnrollBytes;
-    cuda->scanSpread = cudaScanSpread;
-  } else if (cudaBlockThreads.getNumOccurrences() ||
-             cudaScanUnrollBytes.getNumOccurrences() ||
-             cudaScanSpread.getNumOccurrences()) {
-    return fail("--cuda-block-threads, --cuda-scan-unroll-bytes and "
-                "--cuda-scan-spread need --target=cuda");
-  }
+  if (std::optional<std::string> error =
+          compileOptions.applyCuda(cuda ? &*cuda : nullptr))
+    return fail(*error);
 
   mlir::DialectRegistry registry;
   mlir::recur::registerCudaTranslations(registry);

@@ -1,0 +1,103 @@
+//===- CompileOptions.cpp - options recurc and recur-run share ------------===//
+//
+// Part of the Recur project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CompileOptions.h"
+
+#include "recur/Target/CudaTarget.h"
+#include "recur/Target/Pipelines.h"
+
+#include <algorithm>
+
+using namespace llvm;
+using namespace recur::tools;
+
+CompileOptions::CompileOptions(cl::OptionCategory &category)
+    : glaAlgorithm(
+          "gla-algorithm",
+          cl::desc("Run every gla with this algorithm, whatever the spec "
+                   "says: auto, recurrent or chunked"),
+          cl::value_desc("name"), cl::cat(category)),
+      glaChunk("gla-chunk",
+               cl::desc("Give every gla that is not recurrent chunks of "
+                        "this many steps (the chunked algorithm's, and the "
+                        "backward's recomputed ones)"),
+               cl::value_desc("steps"), cl::init(0), cl::cat(category)),
+      backwardKeepStates(
+          "backward-keep-states",
+          cl::desc("Derive backward kernels that keep every intermediate "
+                   "state of a gla instead of the states at chunk "
+                   "boundaries (recomputing each chunk): more memory, less "
+                   "compute"),
+          cl::cat(category)),
+      streamStoreBytes(
+          "stream-store-bytes",
+          cl::desc("A linear scan of f32 or f64 across channels whose "
+                   "output holds at least this many bytes writes it with "
+                   "non-temporal stores, around the cache (default "
+                   "33554432, 32 MiB; 0: never; CPU only)"),
+          cl::value_desc("bytes"),
+          cl::init(mlir::recur::kDefaultStreamStoreBytes), cl::cat(category)),
+      promoteF64("f64",
+                 cl::desc("Compile every float tensor as f64 and every "
+                          "complex one as c128 (the layer in double "
+                          "precision)"),
+                 cl::cat(category)),
+      cudaBlockThreads(
+          "cuda-block-threads",
+          cl::desc("Threads per block of the kernels' launches over "
+                   "parallel loops, 1 to 1024 (default 128; --target=cuda "
+                   "only)"),
+          cl::value_desc("n"), cl::init(mlir::recur::kDefaultCudaBlockThreads),
+          cl::cat(category)),
+      cudaScanUnrollBytes(
+          "cuda-scan-unroll-bytes",
+          cl::desc("Bytes of each input a GPU thread scanning a channel "
+                   "loads before it updates, as that many bytes of steps "
+                   "(at most 64 steps; 0: a step at a time), 0 to 16384 "
+                   "(default 256; --target=cuda only)"),
+          cl::value_desc("bytes"),
+          cl::init(mlir::recur::kDefaultCudaScanUnrollBytes),
+          cl::cat(category)),
+      cudaScanSpread(
+          "cuda-scan-spread",
+          cl::desc("A linear scan with at most n / 8 channels and more than "
+                   "256 steps when it runs (one long sequence, say) goes in "
+                   "chunks of time over about n GPU threads (its chunks' "
+                   "carries a scan of their own) instead of one thread a "
+                   "channel; 0: never, 0 to 16777216 (default 65536; "
+                   "--target=cuda only)"),
+          cl::value_desc("n"), cl::init(mlir::recur::kDefaultCudaScanSpread),
+          cl::cat(category)) {}
+
+int64_t CompileOptions::streamStoreBytesValue() const {
+  return static_cast<int64_t>(
+      std::min<uint64_t>(streamStoreBytes, uint64_t(INT64_MAX)));
+}
+
+std::optional<std::string>
+CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
+  if (!cuda) {
+    if (cudaBlockThreads.getNumOccurrences() ||
+        cudaScanUnrollBytes.getNumOccurrences() ||
+        cudaScanSpread.getNumOccurrences())
+      return std::string("--cuda-block-threads, --cuda-scan-unroll-bytes and "
+                         "--cuda-scan-spread need --target=cuda");
+    return std::nullopt;
+  }
+  if (cudaBlockThreads < 1 || cudaBlockThreads > 1024)
+    return "--cuda-block-threads must be 1 to 1024, not " +
+           std::to_string(cudaBlockThreads);
+  if (cudaScanUnrollBytes < 0 || cudaScanUnrollBytes > 16384)
+    return "--cuda-scan-unroll-bytes must be 0 to 16384, not " +
+           std::to_string(cudaScanUnrollBytes);
+  if (cudaScanSpread < 0 || cudaScanSpread > (int64_t(1) << 24))
+    return "--cuda-scan-spread must be 0 to 16777216, not " +
+           std::to_string(cudaScanSpread);
+  cuda->blockThreads = cudaBlockThreads;
+  cuda->scanUnrollBytes = cudaScanUnrollBytes;
+  cuda->scanSpread = cudaScanSpread;
+  return std::nullopt;
+}
