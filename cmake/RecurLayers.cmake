@@ -29,8 +29,12 @@ function(recur_compile_layers name spec)
     list(APPEND files ${dir}/${layer}.o ${dir}/${layer}.h)
   endforeach()
   string(REPLACE ";" "," layers "${ARG_LAYERS}")
+  # NAME/ emptied first: a layer another call now compiles (a list split
+  # in two) must not leave its old header here, where it would shadow the
+  # new one.
   add_custom_command(
     OUTPUT ${files}
+    COMMAND ${CMAKE_COMMAND} -E rm -rf ${dir}
     COMMAND $<TARGET_FILE:recurc> ${source} --target=cpu --layer=${layers}
             -o ${dir} ${defines} ${ARG_OPTIONS}
     DEPENDS recurc ${source}

@@ -16,14 +16,21 @@ recur_compile_layers(inv_gateloop_retnet ../../examples/retnet.recur
   LAYERS Retention RetentionRot DEFINES D=8 H=2 OPTIONS --f64)
 recur_compile_layers(inv_gateloop_lru ../../examples/lru.recur
   LAYERS LRU DEFINES D=4 N=3 OPTIONS --f64)
+# The modes whose backward the tests call, and those compared by their
+# forwards only (compiled with --no-backward: a backward call on one would
+# fail with RECUR_ERROR_UNSUPPORTED).
 set(inv_gateloop_mode_layers GLRecurrent GLChunked1 GLChunked3 GLChunked16
-  GLChunked64 GLLinearScan GLUserScan GLUserScanSwapped GLAttention17
+  GLChunked64 GLLinearScan GLUserScan)
+set(inv_gateloop_forward_mode_layers GLUserScanSwapped GLAttention17
   GLAttention64 GLRealDecay GLOpScan GLOpScanSwapped)
 recur_compile_layers(inv_gateloop_modes invariants/specs/gateloop_modes.recur
   LAYERS ${inv_gateloop_mode_layers} OPTIONS --f64)
+recur_compile_layers(inv_gateloop_fmodes invariants/specs/gateloop_modes.recur
+  LAYERS ${inv_gateloop_forward_mode_layers} OPTIONS --f64 --no-backward)
 recur_invariant_test(GateLoop SOURCES invariants/GateLoop.cpp
   LAYERS inv_gateloop inv_gateloop_attention inv_gateloop_scan
-         inv_gateloop_retnet inv_gateloop_lru inv_gateloop_modes)
+         inv_gateloop_retnet inv_gateloop_lru inv_gateloop_modes
+         inv_gateloop_fmodes)
 
 # RecurGateLoopDk1InvariantTests: the test-only layers at d_k = d_v = 1 with
 # four heads (the paper's max-headed case), the same source with
@@ -31,9 +38,14 @@ recur_invariant_test(GateLoop SOURCES invariants/GateLoop.cpp
 recur_compile_layers(inv_gateloop_modes_dk1
   invariants/specs/gateloop_modes.recur LAYERS ${inv_gateloop_mode_layers}
   DEFINES H=4 K=1 V=1 OPTIONS --f64)
+recur_compile_layers(inv_gateloop_fmodes_dk1
+  invariants/specs/gateloop_modes.recur
+  LAYERS ${inv_gateloop_forward_mode_layers}
+  DEFINES H=4 K=1 V=1 OPTIONS --f64 --no-backward)
 recur_invariant_test(GateLoopDk1 SOURCES invariants/GateLoop.cpp
   LAYERS inv_gateloop inv_gateloop_attention inv_gateloop_scan
-         inv_gateloop_retnet inv_gateloop_lru inv_gateloop_modes_dk1)
+         inv_gateloop_retnet inv_gateloop_lru inv_gateloop_modes_dk1
+         inv_gateloop_fmodes_dk1)
 target_compile_definitions(RecurGateLoopDk1InvariantTests PRIVATE
   RECUR_GATELOOP_DK1=1)
 
@@ -46,7 +58,11 @@ recur_compile_layers(inv_gateloop_scan_f32 ../../examples/custom_scan.recur
   LAYERS GateLoopScan DEFINES D=8)
 recur_compile_layers(inv_gateloop_modes_f32
   invariants/specs/gateloop_modes.recur LAYERS ${inv_gateloop_mode_layers})
+recur_compile_layers(inv_gateloop_fmodes_f32
+  invariants/specs/gateloop_modes.recur
+  LAYERS ${inv_gateloop_forward_mode_layers} OPTIONS --no-backward)
 recur_invariant_test(GateLoopF32 SOURCES invariants/GateLoop.cpp
-  LAYERS inv_gateloop_f32 inv_gateloop_scan_f32 inv_gateloop_modes_f32)
+  LAYERS inv_gateloop_f32 inv_gateloop_scan_f32 inv_gateloop_modes_f32
+         inv_gateloop_fmodes_f32)
 target_compile_definitions(RecurGateLoopF32InvariantTests PRIVATE
   RECUR_GATELOOP_F32=1)

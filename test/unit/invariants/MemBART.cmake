@@ -8,7 +8,10 @@ set(membart_dims K=3 N=4 D=8 NH=2 F=12)
 recur_compile_layers(inv_membart ../../examples/membart.recur
   LAYERS MemBART DEFINES ${membart_dims} OPTIONS --f64)
 recur_compile_layers(inv_membart_forms invariants/specs/membart_forms.recur
-  LAYERS MemBARTProbe MemBARTDetached MemBARTUnrolled
+  LAYERS MemBARTDetached MemBARTUnrolled
   DEFINES ${membart_dims} OPTIONS --f64)
+# The probe is run forward only (--no-backward).
+recur_compile_layers(inv_membart_probe invariants/specs/membart_forms.recur
+  LAYERS MemBARTProbe DEFINES ${membart_dims} OPTIONS --f64 --no-backward)
 recur_invariant_test(MemBART SOURCES invariants/MemBART.cpp
-  LAYERS inv_membart inv_membart_forms)
+  LAYERS inv_membart inv_membart_forms inv_membart_probe)
