@@ -3,7 +3,9 @@
 #
 #   scripts/gpu-suite.sh prepare [BUILD_DIR] [OUT_DIR]
 #     Here (LLVM, MLIR and the CUDA toolkit; no GPU needed): compiles every
-#     case of test/Integration/CUDA/gpu-cases.txt with recurc --target=cuda,
+#     case of test/Integration/CUDA/gpu-cases.txt with recurc --target=cuda
+#     (--no-backward unless the case runs with --gradcheck; the benchmark
+#     layers too: they time the forward),
 #     saves its inputs and float64 oracle results with recur-run
 #     --save-case (a case run with --gradcheck: the gradient check first,
 #     on the CPU, then the gradients it passed), and links each with
@@ -66,8 +68,12 @@ if [[ $cmd == prepare ]]; then
     spec=$(echo "$spec" | xargs)
     dir=$out/cases/$name
     mkdir -p "$dir"
+    # A case checks its layer's backward only with --gradcheck; the others
+    # are compiled forward only (half the compile time or less).
+    forward=--no-backward
+    [[ " $rflags " == *" --gradcheck "* ]] && forward=
     # shellcheck disable=SC2086
-    if ! "$build/bin/recurc" "$root/$spec" $cflags --target=cuda:$arch ${RECURC_FLAGS:-} \
+    if ! "$build/bin/recurc" "$root/$spec" $cflags $forward --target=cuda:$arch ${RECURC_FLAGS:-} \
            -o "$dir" >"$dir/compile.log" 2>&1; then
       echo "gpu-suite: $name: recurc failed:" >&2
       cat "$dir/compile.log" >&2
@@ -93,7 +99,7 @@ if [[ $cmd == prepare ]]; then
     mkdir -p "$dir"
     # shellcheck disable=SC2086
     "$build/bin/recurc" "$root/bench/layers.recur" --layer "$layer" \
-      --target=cuda:$arch ${RECURC_FLAGS:-} -o "$dir"
+      --no-backward --target=cuda:$arch ${RECURC_FLAGS:-} -o "$dir"
     link "$dir" "$layer"
   done
   echo "gpu-suite: prepared $(ls "$out/cases" | wc -l) cases and" \
