@@ -10,6 +10,12 @@
 #     (fla-core, einops; WHEELS=0 skips them, as does a pip that cannot
 #     reach PyPI). Carry
 #     BUILD_DIR/gpu-carry.
+#   scripts/gpu-lease.sh variants [BUILD_DIR]
+#     Here, before pack: builds each line of bench/gpu-variants.txt (or of
+#     the file VARIANTS names) as a benchmark program into
+#     BUILD_DIR/gpu-suite/variants/NAME (the layer compiled forward only
+#     with the line's recurc options), so that pack carries them and run
+#     times them after the suite: a line per variant and shape.
 #   scripts/gpu-lease.sh run [BUILD_DIR]
 #     On the GPU machine: unpacks the suite, runs `scripts/gpu-suite.sh run`
 #     (every case, then the benchmarks), then the peers
@@ -18,7 +24,8 @@
 #     line per case (largest error, stream error, gradient error, times) and
 #     per benchmark. Exits 1 if a case failed.
 #
-# SUITE_S and PEERS_S bound the two steps' seconds (default 330 and 150):
+# SUITE names the suite's directory (default BUILD_DIR/gpu-suite, where
+# make gpu-suite writes it). SUITE_S and PEERS_S bound the two steps' seconds (default 330 and 150):
 # a lease has 15 minutes of device time, the machine's start included.
 set -euo pipefail
 
@@ -26,18 +33,43 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cmd=${1:-}
 build=$(cd "${2:-$root/build}" && pwd)
 carry=$build/gpu-carry
+suite=${SUITE:-$build/gpu-suite}
 
 if [[ $cmd == pack ]]; then
-  [[ -d $build/gpu-suite ]] || { echo "gpu-lease: no $build/gpu-suite (make gpu-suite)" >&2; exit 1; }
+  [[ -d $suite ]] || { echo "gpu-lease: no $suite (make gpu-suite)" >&2; exit 1; }
   rm -rf "$carry"
   mkdir -p "$carry"
-  tar -C "$build" -cf - gpu-suite | xz -T2 -6 >"$carry/suite.tar.xz"
+  tar -C "$suite/.." -cf - --transform "s|^$(basename "$suite")|gpu-suite|" \
+    "$(basename "$suite")" | xz -T2 -6 >"$carry/suite.tar.xz"
   if [[ ${WHEELS:-1} != 0 ]]; then
     (cd "$carry" && timeout 120 python3 -m pip download -q --no-deps \
         fla-core==0.6.0 einops) ||
       echo "gpu-lease: no wheels (no PyPI): the gla peer will not run" >&2
   fi
   du -sh "$carry"/*
+  exit 0
+fi
+
+if [[ $cmd == variants ]]; then
+  [[ -d $suite/lib ]] || { echo "gpu-lease: no $suite (make gpu-suite)" >&2; exit 1; }
+  rm -rf "$suite/variants"
+  while read -r name layer flags; do
+    [[ -z $name || $name == \#* ]] && continue
+    dir=$suite/variants/$name
+    mkdir -p "$dir"
+    # shellcheck disable=SC2086
+    "$build/bin/recurc" "$root/bench/layers.recur" --layer "$layer" --no-backward \
+      --target=cuda:${CUDA_ARCH:-sm_90} $flags -o "$dir"
+    printf '#include "%s.h"\nconst recur_layer_desc *recur_case_layer(void) { return recur_%s_layer(); }\n' \
+      "$layer" "$layer" >"$dir/shim.c"
+    ${CC:-clang-22} -c -I"$dir" -I"$root/include" "$dir/shim.c" -o "$dir/shim.o"
+    ${CXX:-clang++-22} -o "$dir/run" "$dir/shim.o" "$dir/$layer.o" \
+      "$build/lib/librecur_case.a" "$build/lib/librecur_rt.a" -L"$suite/lib" \
+      -lomp -ldl -lmvec -lm -lpthread -Wl,-rpath,'$ORIGIN/../../lib' ${LDFLAGS:-}
+    rm -f "$dir"/*.o
+    echo "$layer" >"$dir/layer"
+    echo "gpu-lease: variant $name ($layer $flags)"
+  done <"${VARIANTS:-$root/bench/gpu-variants.txt}"
   exit 0
 fi
 
@@ -71,8 +103,9 @@ if [[ $cmd == run ]]; then
                name, err, st, g, t, b, bad
       name = ""
     }
-    /^== bench/ { flush(); printf "%s", $0; next }
-    /^== / { flush(); name = $2; err = st = g = t = b = "-"; bad = ""; next }
+    function endline() { if (open) printf "\n"; open = 0 }
+    /^== bench/ { flush(); endline(); printf "%s", $0; open = 1; next }
+    /^== / { flush(); endline(); name = $2; err = st = g = t = b = "-"; bad = ""; next }
     /^max_rel_err:/ { if (err == "-" || $2 + 0 > err + 0) err = $2 }
     /^stream_max_rel_err:/ { st = $2 }
     /^max_grad_rel_err:/ { g = $2 }
@@ -80,12 +113,29 @@ if [[ $cmd == run ]]; then
     /^backward_ms:/ { b = $2 }
     /error|FAIL/ { bad = bad " [" substr($0, 1, 140) "]" }
     /^(kernel_ms|GBps|of_copy|copy_GBps):/ { printf " %s", $0 }
-    /^copy_GBps:|^of_copy:/ { if ($1 == "of_copy:") printf "\n" }
-    /^gpu-suite:/ { flush(); print }
-    END { flush() }' "$out/suite.log"
+    /^of_copy:/ { endline() }
+    /^gpu-suite:/ { flush(); endline(); print }
+    END { flush(); endline() }' "$out/suite.log"
   grep -vE '^\s*$' "$out/peers.log" 2>/dev/null | tail -25 || true
+  # The variants (scripts/gpu-lease.sh variants), at their layer's shapes.
+  for dir in /tmp/gpu-lease-suite/gpu-suite/variants/*/; do
+    [[ -x $dir/run ]] || continue
+    name=$(basename "$dir")
+    case $(cat "$dir/layer") in
+      ScanF32One) shapes="B=1,T=16777216 B=16,T=1048576 B=1024,T=16384" ;;
+      Gla | GlaChunked | Window) shapes="B=4,T=4096" ;;
+      *) shapes="B=16,T=8192" ;;
+    esac
+    for shape in $shapes; do
+      timeout 60 "$dir/run" --bench "$shape" --repeat "${BENCH_REPEAT:-10}" \
+        >"$out/variant-$name-$shape.log" 2>&1 || true
+      printf "variant %-14s %-18s kernel_ms %s of_copy %s\n" "$name" "$shape" \
+        "$(awk '/^kernel_ms:/ {print $2}' "$out/variant-$name-$shape.log")" \
+        "$(awk '/^of_copy:/ {print $2}' "$out/variant-$name-$shape.log")"
+    done
+  done
   exit $((rc != 0))
 fi
 
-echo "usage: scripts/gpu-lease.sh pack [BUILD_DIR] | run [BUILD_DIR]" >&2
+echo "usage: scripts/gpu-lease.sh pack|variants|run [BUILD_DIR]" >&2
 exit 2
