@@ -60,13 +60,7 @@ if [[ $cmd == variants ]]; then
     # shellcheck disable=SC2086
     "$build/bin/recurc" "$root/bench/layers.recur" --layer "$layer" --no-backward \
       --target=cuda:${CUDA_ARCH:-sm_90} $flags -o "$dir"
-    printf '#include "%s.h"\nconst recur_layer_desc *recur_case_layer(void) { return recur_%s_layer(); }\n' \
-      "$layer" "$layer" >"$dir/shim.c"
-    ${CC:-clang-22} -c -I"$dir" -I"$root/include" "$dir/shim.c" -o "$dir/shim.o"
-    ${CXX:-clang++-22} -o "$dir/run" "$dir/shim.o" "$dir/$layer.o" \
-      "$build/lib/librecur_case.a" "$build/lib/librecur_rt.a" -L"$suite/lib" \
-      -lomp -ldl -lmvec -lm -lpthread -Wl,-rpath,'$ORIGIN/../../lib' ${LDFLAGS:-}
-    rm -f "$dir"/*.o
+    bash "$root/scripts/gpu-suite.sh" link "$dir" "$layer" "$build" "$suite"
     echo "$layer" >"$dir/layer"
     echo "gpu-lease: variant $name ($layer $flags)"
   done <"${VARIANTS:-$root/bench/gpu-variants.txt}"

@@ -36,12 +36,35 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cmd=${1:-}
 shift || true
 
+cc=${CC:-clang-22}
+cxx=${CXX:-clang++-22}
+# Links DIR/LAYER.o (recurc's object) with recur-case and librecur_rt of
+# $build into DIR/run, which finds libomp in $out/lib (DIR two levels
+# below $out).
+link() { # DIR LAYER
+  printf '#include "%s.h"\nconst recur_layer_desc *recur_case_layer(void) { return recur_%s_layer(); }\n' \
+    "$2" "$2" >"$1/shim.c"
+  $cc -c -I"$1" -I"$root/include" "$1/shim.c" -o "$1/shim.o"
+  # shellcheck disable=SC2086
+  $cxx -o "$1/run" "$1/shim.o" "$1/$2.o" "$build/lib/librecur_case.a" \
+    "$build/lib/librecur_rt.a" -L"$out/lib" -lomp -ldl -lmvec -lm -lpthread \
+    -Wl,-rpath,'$ORIGIN/../../lib' ${LDFLAGS:-}
+  rm -f "$1/shim.o" "$1/$2.o" # the program holds it
+}
+
+# scripts/gpu-suite.sh link DIR LAYER BUILD_DIR OUT_DIR: that link alone
+# (scripts/gpu-lease.sh variants).
+if [[ $cmd == link ]]; then
+  build=$(cd "$3" && pwd)
+  out=$4
+  link "$1" "$2"
+  exit
+fi
+
 if [[ $cmd == prepare ]]; then
   build=$(cd "${1:-$root/build}" && pwd)
   out=${2:-$build/gpu-suite}
   arch=${CUDA_ARCH:-sm_90}
-  cc=${CC:-clang-22}
-  cxx=${CXX:-clang++-22}
   rm -rf "$out"
   mkdir -p "$out/cases" "$out/bench" "$out/lib"
   # The OpenMP runtime the runtime links (libomp), found where the
@@ -50,16 +73,6 @@ if [[ $cmd == prepare ]]; then
   [[ -f $omp ]] || { echo "gpu-suite: no libomp.so ($omp)" >&2; exit 1; }
   soname=$(objdump -p "$omp" | awk '/SONAME/ {print $2}')
   cp -L "$omp" "$out/lib/${soname:-libomp.so}"
-  link() { # DIR LAYER
-    printf '#include "%s.h"\nconst recur_layer_desc *recur_case_layer(void) { return recur_%s_layer(); }\n' \
-      "$2" "$2" >"$1/shim.c"
-    $cc -c -I"$1" -I"$root/include" "$1/shim.c" -o "$1/shim.o"
-    # shellcheck disable=SC2086
-    $cxx -o "$1/run" "$1/shim.o" "$1/$2.o" "$build/lib/librecur_case.a" \
-      "$build/lib/librecur_rt.a" -L"$out/lib" -lomp -ldl -lmvec -lm -lpthread \
-      -Wl,-rpath,'$ORIGIN/../../lib' ${LDFLAGS:-}
-    rm -f "$1/shim.o" "$1/$2.o" # the program holds it
-  }
   fails=0
   while IFS='|' read -r name spec cflags rflags; do
     [[ $name =~ ^[[:space:]]*(#|$) ]] && continue
