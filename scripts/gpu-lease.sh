@@ -15,7 +15,8 @@
 #     the file VARIANTS names) as a benchmark program into
 #     BUILD_DIR/gpu-suite/variants/NAME (the layer compiled forward only
 #     with the line's recurc options), so that pack carries them and run
-#     times them after the suite: a line per variant and shape.
+#     times them with the benchmarks (scripts/gpu-suite.sh run), at their
+#     layer's shapes.
 #   scripts/gpu-lease.sh run [BUILD_DIR]
 #     On the GPU machine: unpacks the suite, runs `scripts/gpu-suite.sh run`
 #     (every case, then the benchmarks), then the peers
@@ -111,23 +112,6 @@ if [[ $cmd == run ]]; then
     /^gpu-suite:/ { flush(); endline(); print }
     END { flush(); endline() }' "$out/suite.log"
   grep -vE '^\s*$' "$out/peers.log" 2>/dev/null | tail -25 || true
-  # The variants (scripts/gpu-lease.sh variants), at their layer's shapes.
-  for dir in /tmp/gpu-lease-suite/gpu-suite/variants/*/; do
-    [[ -x $dir/run ]] || continue
-    name=$(basename "$dir")
-    case $(cat "$dir/layer") in
-      ScanF32One) shapes="B=1,T=16777216 B=16,T=1048576 B=1024,T=16384" ;;
-      Gla | GlaChunked | Window) shapes="B=4,T=4096" ;;
-      *) shapes="B=16,T=8192" ;;
-    esac
-    for shape in $shapes; do
-      timeout 60 "$dir/run" --bench "$shape" --repeat "${BENCH_REPEAT:-10}" \
-        >"$out/variant-$name-$shape.log" 2>&1 || true
-      printf "variant %-14s %-18s kernel_ms %s of_copy %s\n" "$name" "$shape" \
-        "$(awk '/^kernel_ms:/ {print $2}' "$out/variant-$name-$shape.log")" \
-        "$(awk '/^of_copy:/ {print $2}' "$out/variant-$name-$shape.log")"
-    done
-  done
   exit $((rc != 0))
 fi
 

@@ -18,7 +18,8 @@
 #   scripts/gpu-suite.sh run [OUT_DIR]
 #     On the GPU machine: runs every case (output compared with the oracle,
 #     then streamed; the gradient cases' backward compared with the saved
-#     gradients), then times every benchmark layer and a
+#     gradients), then times every benchmark layer (and the variants
+#     scripts/gpu-lease.sh variants added under OUT_DIR/variants) and a
 #     device-to-device copy of the same bytes. Prints one line per case
 #     and exits 1 if any failed.
 #
@@ -142,13 +143,20 @@ if [[ $cmd == run ]]; then
     declare -A sizes=([ScanF32]=B=16,T=8192 [ScanC64]=B=16,T=8192
       [ScanF32One]="B=1,T=16777216 B=16,T=1048576 B=1024,T=16384"
       [Gla]=B=4,T=4096 [GlaChunked]=B=4,T=4096 [Window]=B=4,T=4096)
-    for layer in ${BENCH_LAYERS:-ScanF32 ScanF32One ScanC64 Gla GlaChunked Window}; do
-      for shape in ${sizes[$layer]}; do
-        echo "== bench $layer $shape"
-        timeout 300 "$out/bench/$layer/run" --bench "$shape" \
-          --repeat "${BENCH_REPEAT:-10}" ||
-          echo "gpu-suite: bench $layer $shape failed"
+    bench() { # NAME PROGRAM LAYER: PROGRAM at LAYER's shapes
+      for shape in ${sizes[$3]}; do
+        echo "== bench $1 $shape"
+        timeout 300 "$2" --bench "$shape" --repeat "${BENCH_REPEAT:-10}" ||
+          echo "gpu-suite: bench $1 $shape failed"
       done
+    }
+    for layer in ${BENCH_LAYERS:-ScanF32 ScanF32One ScanC64 Gla GlaChunked Window}; do
+      bench "$layer" "$out/bench/$layer/run" "$layer"
+    done
+    # The variants scripts/gpu-lease.sh variants built beside the suite.
+    for dir in "$out"/variants/*/; do
+      [[ -x $dir/run ]] || continue
+      bench "$(basename "$dir")" "$dir/run" "$(cat "$dir/layer")"
     done
   fi
   [[ ${#failed[@]} -eq 0 ]]

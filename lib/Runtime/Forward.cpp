@@ -880,9 +880,9 @@ recur_status Call::run() {
     std::vector<int64_t> out(wordCount(layer->args, layer->num_args), 0);
     BufferList hostGrads;
     if (layer->device == RECUR_DEVICE_CUDA) {
-      std::vector<const recur_arg_desc *> args, ins;
+      std::vector<const recur_arg_desc *> args;
       descs(layer->args, layer->num_args, args);
-      descs(layer->args, layer->num_args, ins);
+      std::vector<const recur_arg_desc *> ins = args;
       descs(layer->results, layer->num_results, ins);
       if (recur_status status =
               runOnDevice(kernel, ins, args, in, out, hostGrads))
