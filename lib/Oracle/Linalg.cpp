@@ -18,6 +18,7 @@
 
 #include "Internal.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/AffineMap.h"
@@ -223,6 +224,72 @@ std::vector<int64_t> loopRanges(const std::vector<Access> &accesses,
 
 } // namespace
 
+/// Runs a body that is `out + x * y` (a product or contraction: most of the
+/// oracle's work) as a plain loop nest over float64 tensors, without the
+/// per-element dispatch of ScalarProgram: the same points in the same order
+/// and the same two roundings (a product, then a sum, as the interpreter's
+/// mulf and addf), so the same bits. Returns false, having done nothing,
+/// for any other body or operand.
+static bool runMultiplyAccumulate(Block *body, unsigned numInputs,
+                                  std::vector<Access> &accesses,
+                                  const std::vector<int64_t> &ranges) {
+  if (body->getNumArguments() != numInputs + 1 ||
+      !llvm::hasNItems(body->without_terminator(), 2))
+    return false;
+  auto mul = dyn_cast<arith::MulFOp>(&body->front());
+  auto add =
+      dyn_cast_or_null<arith::AddFOp>(mul ? mul->getNextNode() : nullptr);
+  Operation *yield = body->getTerminator();
+  if (!mul || !add || yield->getNumOperands() != 1 ||
+      yield->getOperand(0) != add.getResult())
+    return false;
+  mlir::Value acc = add.getLhs() == mul.getResult()   ? add.getRhs()
+                    : add.getRhs() == mul.getResult() ? add.getLhs()
+                                                      : mlir::Value();
+  // The operand a block argument feeds, if it is a float64 tensor walked
+  // linearly.
+  auto operandOf = [&](mlir::Value value) -> Access * {
+    auto arg = dyn_cast_or_null<mlir::BlockArgument>(value);
+    if (!arg || arg.getOwner() != body)
+      return nullptr;
+    for (Access &access : accesses)
+      if (access.argument == arg.getArgNumber())
+        return access.linear && access.tensor().index() == 0 ? &access
+                                                             : nullptr;
+    return nullptr;
+  };
+  Access *x = operandOf(mul.getLhs()), *y = operandOf(mul.getRhs()),
+         *out = operandOf(acc);
+  if (!x || !y || !out || !out->output || x->output || y->output)
+    return false;
+
+  const double *xData = std::get<0>(x->tensor()).data.data();
+  const double *yData = std::get<0>(y->tensor()).data.data();
+  double *outData = std::get<0>(*out->output).data.data();
+  int64_t numLoops = ranges.size();
+  std::vector<int64_t> index(numLoops, 0);
+  int64_t xo = x->offset, yo = y->offset, oo = out->offset;
+  while (true) {
+    double product = xData[xo] * yData[yo];
+    outData[oo] = outData[oo] + product;
+    int64_t d = numLoops - 1;
+    for (; d >= 0; --d) {
+      if (++index[d] < ranges[d]) {
+        xo += x->step[d];
+        yo += y->step[d];
+        oo += out->step[d];
+        break;
+      }
+      index[d] = 0;
+      xo -= x->step[d] * (ranges[d] - 1);
+      yo -= y->step[d] * (ranges[d] - 1);
+      oo -= out->step[d] * (ranges[d] - 1);
+    }
+    if (d < 0)
+      return true;
+  }
+}
+
 void Evaluator::evalLinalgOp(linalg::LinalgOp linalgOp) {
   Operation *op = linalgOp.getOperation();
   if (!linalgOp.hasPureTensorSemantics())
@@ -286,6 +353,11 @@ void Evaluator::evalLinalgOp(linalg::LinalgOp linalgOp) {
   for (Access &access : accesses)
     if (access.output)
       outputs.push_back(&access);
+
+  if (!empty && runMultiplyAccumulate(body, numInputs, accesses, ranges)) {
+    setResults(op, std::move(results));
+    return;
+  }
 
   std::vector<int64_t> index(numLoops, 0);
   while (!empty) {

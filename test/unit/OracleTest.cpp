@@ -260,6 +260,119 @@ TEST_F(OracleTest, MatmulGenericAndNamed) {
   EXPECT_TRUE(allClose(results[1], expected));
 }
 
+// Products whose body is `acc + x * y` run as a plain loop nest (Linalg.cpp,
+// runMultiplyAccumulate); any other body goes through the interpreter. Both
+// must give the same bits: a batched product with B read transposed (the
+// steps of every loop differ), odd sizes, the sum on either side and a
+// squared input, against the same products written `acc - (-(x * y))`,
+// which the fast path does not take and IEEE arithmetic rounds the same.
+const char *kProducts = R"mlir(
+#mA = affine_map<(b, i, j, k) -> (b, i, k)>
+#mBt = affine_map<(b, i, j, k) -> (j, k)>
+#mC = affine_map<(b, i, j, k) -> (b, i, j)>
+#mSq = affine_map<(b, i, j, k) -> (b, k, j)>
+func.func @products(%a: tensor<3x5x7xf64>, %bt: tensor<2x7xf64>,
+                    %c0: tensor<3x5x2xf64>)
+    -> (tensor<3x5x2xf64>, tensor<3x5x2xf64>, tensor<3x5x2xf64>,
+        tensor<3x7x5xf64>, tensor<3x7x5xf64>) {
+  %left = linalg.generic {indexing_maps = [#mA, #mBt, #mC],
+      iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%a, %bt : tensor<3x5x7xf64>, tensor<2x7xf64>)
+      outs(%c0 : tensor<3x5x2xf64>) {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %p = arith.mulf %x, %y : f64
+    %s = arith.addf %acc, %p : f64
+    linalg.yield %s : f64
+  } -> tensor<3x5x2xf64>
+  %right = linalg.generic {indexing_maps = [#mA, #mBt, #mC],
+      iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%a, %bt : tensor<3x5x7xf64>, tensor<2x7xf64>)
+      outs(%c0 : tensor<3x5x2xf64>) {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %p = arith.mulf %y, %x : f64
+    %s = arith.addf %p, %acc : f64
+    linalg.yield %s : f64
+  } -> tensor<3x5x2xf64>
+  %slow = linalg.generic {indexing_maps = [#mA, #mBt, #mC],
+      iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%a, %bt : tensor<3x5x7xf64>, tensor<2x7xf64>)
+      outs(%c0 : tensor<3x5x2xf64>) {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %p = arith.mulf %x, %y : f64
+    %n = arith.negf %p : f64
+    %s = arith.subf %acc, %n : f64
+    linalg.yield %s : f64
+  } -> tensor<3x5x2xf64>
+  // The squares of a's elements into a transposed output (every loop
+  // parallel, one input read twice).
+  %e = tensor.empty() : tensor<3x7x5xf64>
+  %zero = arith.constant 0.0 : f64
+  %z = linalg.fill ins(%zero : f64) outs(%e : tensor<3x7x5xf64>)
+      -> tensor<3x7x5xf64>
+  %sq = linalg.generic {indexing_maps = [
+          affine_map<(b, k, j) -> (b, j, k)>,
+          affine_map<(b, k, j) -> (b, k, j)>],
+      iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%a : tensor<3x5x7xf64>) outs(%z : tensor<3x7x5xf64>) {
+  ^bb0(%x: f64, %acc: f64):
+    %p = arith.mulf %x, %x : f64
+    %s = arith.addf %acc, %p : f64
+    linalg.yield %s : f64
+  } -> tensor<3x7x5xf64>
+  %sqSlow = linalg.generic {indexing_maps = [
+          affine_map<(b, k, j) -> (b, j, k)>,
+          affine_map<(b, k, j) -> (b, k, j)>],
+      iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%a : tensor<3x5x7xf64>) outs(%z : tensor<3x7x5xf64>) {
+  ^bb0(%x: f64, %acc: f64):
+    %p = arith.mulf %x, %x : f64
+    %n = arith.negf %p : f64
+    %s = arith.subf %acc, %n : f64
+    linalg.yield %s : f64
+  } -> tensor<3x7x5xf64>
+  return %left, %right, %slow, %sq, %sqSlow
+      : tensor<3x5x2xf64>, tensor<3x5x2xf64>, tensor<3x5x2xf64>,
+        tensor<3x7x5xf64>, tensor<3x7x5xf64>
+}
+)mlir";
+
+TEST_F(OracleTest, ProductsMatchTheInterpreterBitForBit) {
+  mlir::func::FuncOp func = parse(kProducts, "products");
+  ASSERT_TRUE(func);
+  Random random(7);
+  Tensor<double> a = random.real({3, 5, 7}), bt = random.real({2, 7});
+  Tensor<double> c0 = random.real({3, 5, 2});
+  std::vector<Value> results = run(func, {a, bt, c0});
+  ASSERT_EQ(results.size(), 5u);
+  const auto &left = std::get<Tensor<double>>(results[0]);
+  const auto &right = std::get<Tensor<double>>(results[1]);
+  const auto &slow = std::get<Tensor<double>>(results[2]);
+  EXPECT_EQ(left.data, slow.data);
+  EXPECT_EQ(right.data, slow.data);
+  EXPECT_EQ(std::get<Tensor<double>>(results[3]).data,
+            std::get<Tensor<double>>(results[4]).data);
+
+  // And the products themselves, against a plain loop in the same order.
+  Tensor<double> expected = c0;
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t i = 0; i < 5; ++i)
+      for (int64_t j = 0; j < 2; ++j)
+        for (int64_t k = 0; k < 7; ++k) {
+          double product = a.data[(b * 5 + i) * 7 + k] * bt.data[j * 7 + k];
+          double &acc = expected.data[(b * 5 + i) * 2 + j];
+          acc = acc + product;
+        }
+  EXPECT_EQ(left.data, expected.data);
+  Tensor<double> squares({3, 7, 5});
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t k = 0; k < 7; ++k)
+      for (int64_t j = 0; j < 5; ++j) {
+        double x = a.data[(b * 5 + j) * 7 + k];
+        squares.data[(b * 7 + k) * 5 + j] = x * x;
+      }
+  EXPECT_EQ(std::get<Tensor<double>>(results[3]).data, squares.data);
+}
+
 const char *kBroadcast = R"mlir(
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d1)>
