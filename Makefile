@@ -21,13 +21,8 @@ deps:
 $(BUILD_DIR)/build.ninja:
 	cmake -S . -B $(BUILD_DIR) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Release
 
-# The sanitizer tree: -O1 with line tables only (what ASan's reports need;
-# full debug info made its compiles slower for nothing CI reads).
-SANITIZER_FLAGS = -O1 -gline-tables-only -DNDEBUG
 $(ASAN_DIR)/build.ninja:
 	cmake -S . -B $(ASAN_DIR) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SANITIZER_FLAGS)" \
-	  -DCMAKE_C_FLAGS_RELWITHDEBINFO="$(SANITIZER_FLAGS)" \
 	  -DRECUR_ENABLE_SANITIZERS=ON
 
 build: deps $(BUILD_DIR)/build.ninja

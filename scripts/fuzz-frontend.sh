@@ -23,8 +23,6 @@ llvm_prefix=${LLVM_PREFIX:-/usr/lib/llvm-22}
 
 if [ ! -f "$build/build.ninja" ]; then
   cmake -G Ninja -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
-    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
     -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
     -DMLIR_DIR="$llvm_prefix/lib/cmake/mlir" -DRECUR_BUILD_FUZZER=ON
 fi
