@@ -142,10 +142,11 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
   // chunks over the threads when there are fewer rows than threads) and
   // writes an output larger than the last-level cache around it
   // (recur-stream-stores); a reduction's innermost loop carries
-  // its sum as a value (recur-promote-accumulators). Last, each parallel
-  // region gets a
-  // function of its own, identical ones shared (recur-outline-parallel: a
-  // compile-time measure).
+  // its sum as a value (recur-promote-accumulators). Once the parallel
+  // loops are OpenMP regions, each region gets a function of its own,
+  // identical ones shared and none inlined (recur-outline-parallel: a
+  // compile-time measure, before the lowering to LLVM so that it and LLVM
+  // see each kernel once).
   std::string text =
       bufferizedLoops(kScanGroupByThreads, /*scanChunk=*/0, /*scanSpread=*/0,
                       /*scanUnrollBytes=*/0, options.streamStoreBytes,
@@ -158,6 +159,7 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
       "func.func(recur-promote-accumulators),"
       "recur-workspace-bound,"
       "convert-scf-to-openmp,"
+      "recur-outline-parallel,"
       "expand-strided-metadata,"
       "lower-affine,"
       "convert-vector-to-llvm,"
@@ -168,8 +170,7 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
       "convert-math-to-libm,"
       "convert-to-llvm,"
       "reconcile-unrealized-casts,"
-      "recur-strip-front-end-attributes,"
-      "recur-outline-parallel";
+      "recur-strip-front-end-attributes";
   appendPipeline(pm, text, "CPU lowering pipeline");
 }
 

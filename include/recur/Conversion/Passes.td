@@ -453,23 +453,31 @@ def RecurOutlineParallel : Pass<"recur-outline-parallel",
   let summary = "Give each OpenMP parallel region a function of its own, "
                 "identical ones one function";
   let description = [{
-    The last step of the CPU pipeline, on the LLVM dialect. Each outermost
-    `omp.parallel` in an `llvm.func` moves into a new internal function
-    (`<host>_parallel<N>`) that takes the values it uses from the host as
-    arguments (constants and other operand-free pure ops are copied in
-    instead, so shapes stay constants to LLVM) and is called where the
-    region was. Then functions whose bodies are structurally identical
-    (same operations, attributes, types and use-def structure) are merged
-    into one: a layer's backward recomputes forward loop nests, and layers
-    repeat the same nest for each block, so a layer has many copies of few
-    kernels.
+    In the CPU pipeline, right after `convert-scf-to-openmp` (on memrefs,
+    before anything is lowered to LLVM); it works on the LLVM dialect as
+    well. Each outermost `omp.parallel` in a `func.func` or an `llvm.func`
+    moves into a new function of the host's kind (`<host>_parallel<N>`)
+    that takes the values it uses from the host as arguments (constants and
+    other operand-free pure ops are copied in instead, so shapes stay
+    constants to LLVM) and is called where the region was. Then functions
+    whose bodies are structurally identical (same operations, attributes,
+    types and use-def structure) are merged into one: a layer's backward
+    recomputes forward loop nests, and layers repeat the same nest for each
+    block, so a layer has many copies of few kernels. A new `llvm.func` is
+    internal and `no_inline`; a new `func.func` is private, with
+    `llvm.linkage = #llvm.linkage<internal>` and `passthrough =
+    ["noinline"]`, which the conversion to LLVM turns into the same.
 
-    Both cut compile time, not run time: translating to LLVM IR outlines
-    every parallel region with a walk of its whole function (LLVM's
-    `CodeExtractor`), so hundreds of regions in one function cost
-    quadratically, while in a small function each costs little; and LLVM's
-    optimizer and code generator see each kernel once instead of once per
-    copy. The code each thread runs is the same.
+    All of it cuts compile time, not run time: translating to LLVM IR
+    outlines every parallel region with a walk of its whole function
+    (LLVM's `CodeExtractor`), so hundreds of regions in one function cost
+    quadratically, while in a small function each costs little; the
+    passes from here to LLVM IR, LLVM's optimizer and its code generator
+    see each kernel once instead of once per copy; and a call that is not
+    inlined leaves the code that packs a region's values for the OpenMP
+    runtime (a stack slot and its lifetime markers per value) in the
+    kernel's function once, not at every call site. The code each thread
+    runs is the same.
 
     ```mlir
     llvm.func @F(%a: !llvm.ptr, %n: i64) {
@@ -484,14 +492,16 @@ def RecurOutlineParallel : Pass<"recur-outline-parallel",
       llvm.call @F_parallel0(%a, %n) : (!llvm.ptr, i64) -> ()
       llvm.return
     }
-    llvm.func internal @F_parallel0(%a: !llvm.ptr, %n: i64) {
+    llvm.func internal @F_parallel0(%a: !llvm.ptr, %n: i64)
+        attributes {no_inline} {
       %c4 = llvm.mlir.constant(4 : i64) : i64
       omp.parallel { ... %a ... %n ... %c4 ... }
       llvm.return
     }
     ```
   }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect"];
 }
 
 def RecurPromoteAccumulators : Pass<"recur-promote-accumulators",

@@ -4,21 +4,25 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Moves each outermost omp.parallel of an llvm.func into an internal
-// function of its own and merges the structurally identical ones. This is a
-// compile-time measure: translation to LLVM IR outlines each parallel region
-// with a walk of its whole enclosing function, and LLVM optimizes and
-// generates code for each copy of a kernel; see the pass description.
+// Moves each outermost omp.parallel of a func.func or an llvm.func into a
+// function of its own that is never inlined, and merges the structurally
+// identical ones. This is a compile-time measure: translation to LLVM IR
+// outlines each parallel region with a walk of its whole enclosing
+// function, and the lowering and LLVM would otherwise see each copy of a
+// kernel; see the pass description.
 //
 //===----------------------------------------------------------------------===//
 
 #include "recur/Conversion/RecurToLoops/RecurToLoops.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseMap.h"
@@ -53,10 +57,15 @@ std::string freshName(SymbolTable &symbols, StringRef host, unsigned &next) {
 }
 
 /// Moves `region` into a new internal function placed after `after` and
-/// calls it in its place; returns the function.
-LLVM::LLVMFuncOp outline(omp::ParallelOp region, Operation *after,
-                         SymbolTable &symbols, unsigned &next) {
-  auto host = region->getParentOfType<LLVM::LLVMFuncOp>();
+/// calls it in its place; returns the function. The function is of the
+/// host's kind: a func.func (the pass run before the conversion to LLVM,
+/// the function then private and marked to become an internal llvm.func)
+/// or an llvm.func. Either way it is never inlined: each call site of a
+/// kernel stays a call, and the code that hands the region its values to
+/// the OpenMP runtime is in the kernel's function once.
+FunctionOpInterface outline(omp::ParallelOp region, Operation *after,
+                            SymbolTable &symbols, unsigned &next) {
+  auto host = region->getParentOfType<FunctionOpInterface>();
   SetVector<Value> used(region->operand_begin(), region->operand_end());
   getUsedValuesDefinedAbove(region->getRegions(), used);
   SmallVector<Value> arguments;
@@ -73,13 +82,29 @@ LLVM::LLVMFuncOp outline(omp::ParallelOp region, Operation *after,
   OpBuilder b(context);
   b.setInsertionPointAfter(after);
   SmallVector<Type> argumentTypes(ValueRange(arguments).getTypes());
-  auto type = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(context),
-                                          argumentTypes);
-  auto func = LLVM::LLVMFuncOp::create(
-      b, loc, freshName(symbols, host.getSymName(), next), type,
-      LLVM::Linkage::Internal);
+  std::string name = freshName(symbols, host.getName(), next);
+  FunctionOpInterface func;
+  Block *entry;
+  if (isa<func::FuncOp>(host)) {
+    auto made = func::FuncOp::create(b, loc, name,
+                                     b.getFunctionType(argumentTypes, {}));
+    made.setPrivate();
+    made->setAttr("llvm.linkage",
+                  LLVM::LinkageAttr::get(context, LLVM::Linkage::Internal));
+    // The conversion to LLVM keeps `passthrough`, not `no_inline`.
+    made->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
+    entry = made.addEntryBlock();
+    func = made;
+  } else {
+    auto type = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(context),
+                                            argumentTypes);
+    auto made =
+        LLVM::LLVMFuncOp::create(b, loc, name, type, LLVM::Linkage::Internal);
+    made.setNoInline(true);
+    entry = made.addEntryBlock(b);
+    func = made;
+  }
   symbols.insert(func);
-  Block *entry = func.addEntryBlock(b);
   b.setInsertionPointToStart(entry);
   IRMapping mapping;
   for (auto [value, argument] : llvm::zip(arguments, entry->getArguments()))
@@ -87,19 +112,24 @@ LLVM::LLVMFuncOp outline(omp::ParallelOp region, Operation *after,
   for (Operation *op : copied)
     b.clone(*op, mapping);
   b.clone(*region, mapping);
-  LLVM::ReturnOp::create(b, loc, ValueRange());
-
-  b.setInsertionPoint(region);
-  LLVM::CallOp::create(b, loc, func, arguments);
+  if (isa<func::FuncOp>(func)) {
+    func::ReturnOp::create(b, loc);
+    b.setInsertionPoint(region);
+    func::CallOp::create(b, loc, cast<func::FuncOp>(*func), arguments);
+  } else {
+    LLVM::ReturnOp::create(b, loc, ValueRange());
+    b.setInsertionPoint(region);
+    LLVM::CallOp::create(b, loc, cast<LLVM::LLVMFuncOp>(*func), arguments);
+  }
   region.erase();
   return func;
 }
 
 /// A hash of what `isRegionEquivalentTo` compares: each operation's name,
 /// attributes and result types, in order, and the function's type.
-llvm::hash_code structuralHash(LLVM::LLVMFuncOp func) {
+llvm::hash_code structuralHash(FunctionOpInterface func) {
   llvm::hash_code hash = hash_value(func.getFunctionType());
-  func.getBody().walk([&](Operation *op) {
+  func.getFunctionBody().walk([&](Operation *op) {
     hash =
         llvm::hash_combine(hash, OperationEquivalence::computeHash(
                                      op, OperationEquivalence::ignoreHashValue,
@@ -116,17 +146,18 @@ struct RecurOutlineParallelPass
     SmallVector<omp::ParallelOp> regions;
     module.walk([&](omp::ParallelOp region) {
       if (!region->getParentOfType<omp::ParallelOp>() &&
-          region->getParentOfType<LLVM::LLVMFuncOp>())
+          isa_and_present<func::FuncOp, LLVM::LLVMFuncOp>(
+              region->getParentOfType<FunctionOpInterface>()))
         regions.push_back(region);
     });
 
     SymbolTable symbols(module);
     unsigned next = 0;
-    SmallVector<LLVM::LLVMFuncOp> outlined;
+    SmallVector<FunctionOpInterface> outlined;
     // Each host's functions follow it in the order of its regions.
     DenseMap<Operation *, Operation *> last;
     for (omp::ParallelOp region : regions) {
-      Operation *host = region->getParentOfType<LLVM::LLVMFuncOp>();
+      Operation *host = region->getParentOfType<FunctionOpInterface>();
       Operation *&after = last[host];
       outlined.push_back(outline(region, after ? after : host, symbols, next));
       after = outlined.back();
@@ -134,15 +165,15 @@ struct RecurOutlineParallelPass
 
     // Merge: the first of each class of identical functions stays, the
     // calls of the others call it.
-    DenseMap<llvm::hash_code, SmallVector<LLVM::LLVMFuncOp>> kept;
+    DenseMap<llvm::hash_code, SmallVector<FunctionOpInterface>> kept;
     DenseMap<StringAttr, FlatSymbolRefAttr> replacement;
-    for (LLVM::LLVMFuncOp func : outlined) {
-      SmallVector<LLVM::LLVMFuncOp> &candidates = kept[structuralHash(func)];
-      LLVM::LLVMFuncOp same;
-      for (LLVM::LLVMFuncOp other : candidates)
+    for (FunctionOpInterface func : outlined) {
+      SmallVector<FunctionOpInterface> &candidates = kept[structuralHash(func)];
+      FunctionOpInterface same;
+      for (FunctionOpInterface other : candidates)
         if (other.getFunctionType() == func.getFunctionType() &&
             OperationEquivalence::isRegionEquivalentTo(
-                &other.getBody(), &func.getBody(),
+                &other.getFunctionBody(), &func.getFunctionBody(),
                 OperationEquivalence::IgnoreLocations)) {
           same = other;
           break;
@@ -151,19 +182,19 @@ struct RecurOutlineParallelPass
         candidates.push_back(func);
         continue;
       }
-      replacement[func.getSymNameAttr()] =
-          FlatSymbolRefAttr::get(same.getSymNameAttr());
+      replacement[func.getNameAttr()] =
+          FlatSymbolRefAttr::get(same.getNameAttr());
       symbols.erase(func);
     }
     if (replacement.empty())
       return;
-    module.walk([&](LLVM::CallOp call) {
-      FlatSymbolRefAttr callee = call.getCalleeAttr();
+    module.walk([&](CallOpInterface call) {
+      auto callee = dyn_cast<SymbolRefAttr>(call.getCallableForCallee());
       if (!callee)
         return;
-      auto it = replacement.find(callee.getAttr());
+      auto it = replacement.find(callee.getRootReference());
       if (it != replacement.end())
-        call.setCalleeAttr(it->second);
+        call.setCalleeFromCallable(it->second);
     });
   }
 };

@@ -1,7 +1,9 @@
 // RUN: recur-opt %s --recur-outline-parallel --split-input-file | FileCheck %s
 
 // Three regions doing the same work on the same kinds of values, two in one
-// function and one in another, become one function called three times;
+// function and one in another, become one function called three times (and
+// never inlined: each kernel's hand-over to the OpenMP runtime is compiled
+// once);
 // the values from the host are its arguments (in the order
 // getUsedValuesDefinedAbove finds them), the
 // constants are copied in, and the hosts keep their other code.
@@ -14,6 +16,7 @@
 // CHECK-NEXT:    llvm.call @forward_parallel0(%[[Q]], %[[N]])
 // CHECK-NEXT:    llvm.return
 // CHECK:       llvm.func internal @forward_parallel0(%[[AP:.*]]: !llvm.ptr, %[[AN:.*]]: i64)
+// CHECK-SAME:      attributes {no_inline}
 // CHECK-DAG:     %[[ZERO:.*]] = llvm.mlir.constant(0 : i64)
 // CHECK-DAG:     %[[TWO:.*]] = llvm.mlir.constant(2.0{{.*}} : f32)
 // CHECK:         omp.parallel
@@ -169,4 +172,71 @@ llvm.func @apart(%p: !llvm.ptr, %n: i64, %k: i32) {
 // CHECK-NOT:   llvm.func internal
 llvm.func @serial(%p: !llvm.ptr) {
   llvm.return
+}
+
+// -----
+
+// Before the conversion to LLVM (where the CPU pipeline runs it), a
+// func.func's regions become private func.funcs taking memrefs, marked to
+// become internal LLVM functions that are never inlined; the two identical
+// regions share one, the one that scales by another factor has its own.
+
+// CHECK-LABEL: func.func @early(
+// CHECK-SAME:      %[[A:.*]]: memref<?xf32>, %[[B:.*]]: memref<?xf32>, %[[N:.*]]: index)
+// CHECK-NOT:     omp.parallel
+// CHECK:         call @early_parallel0(%[[A]], %[[N]]) : (memref<?xf32>, index) -> ()
+// CHECK-NEXT:    call @early_parallel0(%[[B]], %[[N]]) : (memref<?xf32>, index) -> ()
+// CHECK-NEXT:    call @early_parallel2(%[[A]], %[[N]]) : (memref<?xf32>, index) -> ()
+// CHECK-NEXT:    return
+// CHECK:       func.func private @early_parallel0(%[[M:.*]]: memref<?xf32>, %[[K:.*]]: index)
+// CHECK-SAME:      attributes {llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"]}
+// CHECK:         %[[TWO:.*]] = arith.constant 2.0
+// CHECK:         omp.parallel
+// CHECK:           memref.load %[[M]]
+// CHECK:           arith.mulf %{{.*}}, %[[TWO]]
+// CHECK:         return
+// CHECK-NOT:   func.func private @early_parallel1(
+// CHECK:       func.func private @early_parallel2(
+// CHECK:         arith.constant 3.0
+// CHECK-NOT:   func.func private @early_parallel
+
+func.func @early(%a: memref<?xf32>, %b: memref<?xf32>, %n: index) {
+  %zero = arith.constant 0 : index
+  %one = arith.constant 1 : index
+  %two = arith.constant 2.0 : f32
+  %three = arith.constant 3.0 : f32
+  omp.parallel {
+    omp.wsloop {
+      omp.loop_nest (%i) : index = (%zero) to (%n) step (%one) {
+        %v = memref.load %a[%i] : memref<?xf32>
+        %w = arith.mulf %v, %two : f32
+        memref.store %w, %a[%i] : memref<?xf32>
+        omp.yield
+      }
+    }
+    omp.terminator
+  }
+  omp.parallel {
+    omp.wsloop {
+      omp.loop_nest (%i) : index = (%zero) to (%n) step (%one) {
+        %v = memref.load %b[%i] : memref<?xf32>
+        %w = arith.mulf %v, %two : f32
+        memref.store %w, %b[%i] : memref<?xf32>
+        omp.yield
+      }
+    }
+    omp.terminator
+  }
+  omp.parallel {
+    omp.wsloop {
+      omp.loop_nest (%i) : index = (%zero) to (%n) step (%one) {
+        %v = memref.load %a[%i] : memref<?xf32>
+        %w = arith.mulf %v, %three : f32
+        memref.store %w, %a[%i] : memref<?xf32>
+        omp.yield
+      }
+    }
+    omp.terminator
+  }
+  return
 }
