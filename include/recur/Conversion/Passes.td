@@ -466,7 +466,11 @@ def RecurOutlineParallel : Pass<"recur-outline-parallel",
     block, so a layer has many copies of few kernels. A new `llvm.func` is
     internal and `no_inline`; a new `func.func` is private, with
     `llvm.linkage = #llvm.linkage<internal>` and `passthrough =
-    ["noinline"]`, which the conversion to LLVM turns into the same.
+    ["noinline"]`, which the conversion to LLVM keeps (it drops
+    `no_inline`), so it becomes an internal `llvm.func` that LLVM IR marks
+    `noinline`. Only the module's own functions are hosts (not those of a
+    nested module); run twice, the pass would outline each kernel's region
+    again, one call deeper.
 
     All of it cuts compile time, not run time: translating to LLVM IR
     outlines every parallel region with a walk of its whole function

@@ -144,10 +144,13 @@ struct RecurOutlineParallelPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<omp::ParallelOp> regions;
+    // Regions in the module's own functions (its symbol table is the one
+    // the new functions join), not inside another parallel region.
     module.walk([&](omp::ParallelOp region) {
+      auto host = region->getParentOfType<FunctionOpInterface>();
       if (!region->getParentOfType<omp::ParallelOp>() &&
-          isa_and_present<func::FuncOp, LLVM::LLVMFuncOp>(
-              region->getParentOfType<FunctionOpInterface>()))
+          isa_and_present<func::FuncOp, LLVM::LLVMFuncOp>(host) &&
+          host->getParentOp() == module)
         regions.push_back(region);
     });
 
@@ -189,10 +192,11 @@ struct RecurOutlineParallelPass
     if (replacement.empty())
       return;
     module.walk([&](CallOpInterface call) {
-      auto callee = dyn_cast<SymbolRefAttr>(call.getCallableForCallee());
+      auto callee = dyn_cast_if_present<FlatSymbolRefAttr>(
+          dyn_cast<SymbolRefAttr>(call.getCallableForCallee()));
       if (!callee)
         return;
-      auto it = replacement.find(callee.getRootReference());
+      auto it = replacement.find(callee.getAttr());
       if (it != replacement.end())
         call.setCalleeFromCallable(it->second);
     });

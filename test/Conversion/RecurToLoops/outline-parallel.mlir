@@ -192,6 +192,7 @@ llvm.func @serial(%p: !llvm.ptr) {
 // CHECK-SAME:      attributes {llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"]}
 // CHECK:         %[[TWO:.*]] = arith.constant 2.0
 // CHECK:         omp.parallel
+// CHECK:           omp.loop_nest ({{.*}}) : index = ({{.*}}) to (%[[K]])
 // CHECK:           memref.load %[[M]]
 // CHECK:           arith.mulf %{{.*}}, %[[TWO]]
 // CHECK:         return
@@ -239,4 +240,35 @@ func.func @early(%a: memref<?xf32>, %b: memref<?xf32>, %n: index) {
     omp.terminator
   }
   return
+}
+
+// -----
+
+// Only the module's own functions are hosts: a region in a nested module
+// stays where it is.
+
+// CHECK-LABEL: module @outer
+// CHECK:         module @inner
+// CHECK:           func.func @nested(
+// CHECK-NOT:         call
+// CHECK:             omp.parallel
+// CHECK-NOT:     func.func private
+module @outer {
+  module @inner {
+    func.func @nested(%a: memref<?xf32>, %n: index) {
+      %zero = arith.constant 0 : index
+      %one = arith.constant 1 : index
+      omp.parallel {
+        omp.wsloop {
+          omp.loop_nest (%i) : index = (%zero) to (%n) step (%one) {
+            %v = memref.load %a[%i] : memref<?xf32>
+            memref.store %v, %a[%i] : memref<?xf32>
+            omp.yield
+          }
+        }
+        omp.terminator
+      }
+      return
+    }
+  }
 }
