@@ -224,6 +224,23 @@ std::vector<int64_t> loopRanges(const std::vector<Access> &accesses,
 
 } // namespace
 
+/// Moves `index` to the next point of the loop nest of `ranges` in
+/// lexicographic order, calling `step(d, n)` for each loop d whose index
+/// moves by n; returns false after the last point.
+template <typename Step>
+static bool nextPoint(std::vector<int64_t> &index,
+                      const std::vector<int64_t> &ranges, Step step) {
+  for (int64_t d = static_cast<int64_t>(ranges.size()) - 1; d >= 0; --d) {
+    if (++index[d] < ranges[d]) {
+      step(d, 1);
+      return true;
+    }
+    index[d] = 0;
+    step(d, -(ranges[d] - 1));
+  }
+  return false;
+}
+
 /// Runs a body that is `out + x * y` (a product or contraction: most of the
 /// oracle's work) as a plain loop nest over float64 tensors, without the
 /// per-element dispatch of ScalarProgram: the same points in the same order
@@ -266,28 +283,17 @@ static bool runMultiplyAccumulate(Block *body, unsigned numInputs,
   const double *xData = std::get<0>(x->tensor()).data.data();
   const double *yData = std::get<0>(y->tensor()).data.data();
   double *outData = std::get<0>(*out->output).data.data();
-  int64_t numLoops = ranges.size();
-  std::vector<int64_t> index(numLoops, 0);
+  std::vector<int64_t> index(ranges.size(), 0);
   int64_t xo = x->offset, yo = y->offset, oo = out->offset;
-  while (true) {
+  do {
     double product = xData[xo] * yData[yo];
     outData[oo] = outData[oo] + product;
-    int64_t d = numLoops - 1;
-    for (; d >= 0; --d) {
-      if (++index[d] < ranges[d]) {
-        xo += x->step[d];
-        yo += y->step[d];
-        oo += out->step[d];
-        break;
-      }
-      index[d] = 0;
-      xo -= x->step[d] * (ranges[d] - 1);
-      yo -= y->step[d] * (ranges[d] - 1);
-      oo -= out->step[d] * (ranges[d] - 1);
-    }
-    if (d < 0)
-      return true;
-  }
+  } while (nextPoint(index, ranges, [&](int64_t d, int64_t n) {
+    xo += x->step[d] * n;
+    yo += y->step[d] * n;
+    oo += out->step[d] * n;
+  }));
+  return true;
 }
 
 void Evaluator::evalLinalgOp(linalg::LinalgOp linalgOp) {
@@ -372,19 +378,10 @@ void Evaluator::evalLinalgOp(linalg::LinalgOp linalgOp) {
     for (size_t j = 0; j < outputs.size(); ++j)
       writeElement(*outputs[j]->output, outputs[j]->offset, program.output(j));
 
-    // The next point in lexicographic order.
-    int64_t d = static_cast<int64_t>(numLoops) - 1;
-    for (; d >= 0; --d) {
-      if (++index[d] < ranges[d]) {
-        for (Access &access : accesses)
-          access.offset += access.step[d];
-        break;
-      }
-      index[d] = 0;
-      for (Access &access : accesses)
-        access.offset -= access.step[d] * (ranges[d] - 1);
-    }
-    if (d < 0)
+    if (!nextPoint(index, ranges, [&](int64_t d, int64_t n) {
+          for (Access &access : accesses)
+            access.offset += access.step[d] * n;
+        }))
       break;
   }
   setResults(op, std::move(results));
