@@ -41,7 +41,7 @@ void ensurePassesRegistered() {
 /// by tiles of queries in register blocks with `windowTiles`; attention of
 /// static sizes as linalg products with `attentionProducts`; a gla backward
 /// of real decays as chunked products where they allow with
-/// `glaGradProducts`), elementwise
+/// `glaProducts`), elementwise
 /// glue fused on tensors,
 /// with `interchangeReductions` contractions with their contiguous output
 /// dimension innermost, after the reductions (for the CPU's vectors: a GPU
@@ -55,7 +55,7 @@ std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
                             int64_t scanSpread, int64_t scanUnrollBytes,
                             int64_t streamStoreBytes, bool glaColumnThreads,
                             bool windowTiles, bool attentionProducts,
-                            bool glaGradProducts, bool blockContractions,
+                            bool glaProducts, bool blockContractions,
                             bool interchangeReductions, bool destinations) {
   return "convert-recur-to-loops{mark-parallel scan-group=" +
          std::to_string(scanGroup) +
@@ -66,7 +66,7 @@ std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
          " gla-column-threads=" + (glaColumnThreads ? "true" : "false") +
          " window-tiles=" + (windowTiles ? "true" : "false") +
          " attention-products=" + (attentionProducts ? "true" : "false") +
-         " gla-grad-products=" + (glaGradProducts ? "true" : "false") +
+         " gla-products=" + (glaProducts ? "true" : "false") +
          "},"
          "canonicalize,"
          "recur-fuse-elementwise," +
@@ -152,7 +152,7 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
                       /*scanUnrollBytes=*/0, options.streamStoreBytes,
                       /*glaColumnThreads=*/false, /*windowTiles=*/true,
                       /*attentionProducts=*/true,
-                      /*glaGradProducts=*/true,
+                      /*glaProducts=*/true,
                       /*blockContractions=*/true,
                       /*interchangeReductions=*/true, /*destinations=*/true) +
       "recur-stream-stores,"
@@ -210,7 +210,7 @@ void mlir::recur::buildCudaLoweringPipeline(
                       /*glaColumnThreads=*/true,
                       /*windowTiles=*/false,
                       /*attentionProducts=*/false,
-                      /*glaGradProducts=*/false,
+                      /*glaProducts=*/false,
                       /*blockContractions=*/false,
                       /*interchangeReductions=*/false,
                       /*destinations=*/false) +

@@ -910,7 +910,7 @@ struct GlaGradCase {
 };
 
 /// gated_linear_attention_grad in its product form
-/// (convert-recur-to-loops{gla-grad-products}, the products in register
+/// (convert-recur-to-loops{gla-products}, the products in register
 /// blocks) against the float64 definition: lengths 1, a prime, whole and
 /// partial chunks, decays down to the form's least 2^(-32 / chunk) and up
 /// to exactly 1, and a head outside the form beside one inside.
@@ -922,7 +922,7 @@ TEST(ReferenceLowering, GatedLinearAttentionGradProducts) {
       {40, 8, 16, false, true},    {29, 16, 16, true, false, true},
   };
   const std::string before =
-      "convert-recur-to-loops{gla-grad-products},canonicalize,cse,"
+      "convert-recur-to-loops{gla-products},canonicalize,cse,"
       "recur-block-contractions";
   Rng rng(11);
   for (Dtype dt : kDtypes)

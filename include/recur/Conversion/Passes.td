@@ -37,10 +37,17 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
       the decayed queries and keys, the intra-chunk scores (on and below the
       diagonal), the outputs from the scores and the carried state, and the
       state update, with the chunk's scratch tensors created in its loop.
+      With `gla-products` and real decays, an index whose decays all lie in
+      [2^(-32 / chunk), 1] goes by its product form instead: per chunk, with
+      P the decays' running products, Q~ = q P, K~ = k / P and
+      K^ = k P[C-1] / P, the masked scores tril(Q~ K~^T), the outputs
+      scores v + Q~ S and the state's increment K^^T v as linalg
+      contractions over tiles allocated once per index, then
+      S = P[C-1] S + K^^T v.
     - `gated_linear_attention_grad`: per leading index, the reverse sweep
       (the states at chunk boundaries stacked going forward, then each
       chunk's states recomputed and its steps swept backwards, four state
-      rows at a time). With `gla-grad-products` and real decays, an index
+      rows at a time). With `gla-products` and real decays, an index
       whose decays all lie in [2^(-32 / chunk), 1] goes by its product
       form instead: a forward pass over the chunks (each chunk's K^T v a
       contraction, the entering states stacked), then the chunks in
@@ -198,18 +205,19 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "agree with the row-at-a-time loops to rounding). A masked or "
            "padded attention keeps the row form, which never reads a hidden "
            "key">,
-    Option<"glaGradProducts", "gla-grad-products", "bool",
+    Option<"glaProducts", "gla-products", "bool",
            /*default=*/"false",
-           "Lower a gated_linear_attention_grad with real f32 or f64 decays "
-           "and chunks of at most 64 steps, one leading index at a time, in "
-           "its product form where every decay of that index lies in "
+           "Lower a chunked gated_linear_attention and a "
+           "gated_linear_attention_grad with real f32 or f64 decays and "
+           "chunks of at most 64 steps, one leading index at a time, in "
+           "their product form where every decay of that index lies in "
            "[2^(-32 / chunk), 1] (checked when it runs): per chunk, the "
            "products of the chunked algorithm as linalg contractions (for "
-           "recur-block-contractions), the states and cotangents carried "
+           "recur-block-contractions), the states (and cotangents) carried "
            "from chunk to chunk, and the decays' cotangents from the "
            "identity a da = sum (q dq - k dk) (the CPU's form; results "
-           "agree with the reverse sweep to rounding). Other indices take "
-           "the reverse sweep">
+           "agree with the chunks' loops and the reverse sweep to "
+           "rounding). Other indices take those">
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",

@@ -28,29 +28,40 @@ namespace recur::loops {
 /// with `scanSpread` > 0 and few channels, in chunks of at least
 /// `scanSpreadChunk` steps over about `scanSpread` threads), and a
 /// recurrent gla runs a thread per output column when `glaColumnThreads`
-/// is set; gated_linear_attention_grad takes its product form where it
-/// applies when `glaGradProducts` is set.
+/// is set; a chunked gated_linear_attention and
+/// gated_linear_attention_grad take their product form where it applies
+/// when `glaProducts` is set.
 void populateScanPatterns(RewritePatternSet &patterns, int64_t scanGroup,
                           int64_t scanChunk, int64_t streamStoreBytes,
                           int64_t scanUnrollBytes, bool glaColumnThreads,
                           int64_t scanSpread, int64_t scanSpreadChunk,
-                          bool glaGradProducts);
+                          bool glaProducts);
 
-/// The longest chunk the product form of gated_linear_attention_grad takes
-/// (GlaGradProducts.cpp): its decays must then be at least 2^(-32 / 64).
+/// The longest chunk the product forms of gated_linear_attention and its
+/// grad take (GlaProducts.cpp): their decays must then be at least
+/// 2^(-32 / 64).
 constexpr int64_t kMaxGlaProductChunk = 64;
 
-/// Whether `op` has a product form: real decays of f32 or f64, chunks of at
-/// most kMaxGlaProductChunk steps.
-bool hasGlaGradProducts(GatedLinearAttentionGradOp op);
+/// Whether a gla of queries `q` and decays `a` in chunks of `chunk` steps
+/// (or its grad) has a product form: real decays of f32 or f64, chunks of
+/// at most kMaxGlaProductChunk steps.
+bool hasGlaProducts(Value q, Value a, int64_t chunk);
 
-/// An i1: whether the product form applies at the leading index `lead`
-/// (every decay there in [2^(-32 / chunk), 1]; a NaN is not).
-Value glaGradProductsApply(OpBuilder &b, Location loc,
-                           GatedLinearAttentionGradOp op, ValueRange lead);
+/// An i1: whether the product form applies at the leading index `lead` of
+/// the decays `a` in chunks of `chunk` steps (every decay there in
+/// [2^(-32 / chunk), 1]; a NaN is not).
+Value glaProductsApply(OpBuilder &b, Location loc, Value a, int64_t chunk,
+                       ValueRange lead);
+
+/// The product form of the chunked `op` in chunks of `chunk` steps at the
+/// leading index `lead`: (y, state) with that index's elements written,
+/// `state` holding its initial state on entry (GlaProducts.cpp).
+SmallVector<Value> buildGlaProducts(OpBuilder &b, Location loc,
+                                    GatedLinearAttentionOp op, int64_t chunk,
+                                    ValueRange lead, Value y, Value state);
 
 /// The product form of `op` at the leading index `lead`: `results` (dq, dk,
-/// dv, da, dinit) with that index's elements written (GlaGradProducts.cpp).
+/// dv, da, dinit) with that index's elements written (GlaProducts.cpp).
 SmallVector<Value> buildGlaGradProducts(OpBuilder &b, Location loc,
                                         GatedLinearAttentionGradOp op,
                                         ValueRange lead, ValueRange results);

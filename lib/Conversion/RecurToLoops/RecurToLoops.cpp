@@ -54,7 +54,7 @@ struct ConvertRecurToLoopsPass
     populateRecurToLoopsPatterns(
         patterns, scanGroup, scanChunk, streamStoreBytes, scanUnrollBytes,
         glaColumnThreads, windowTiles, attentionProducts, scanSpread,
-        scanSpreadChunk, glaGradProducts);
+        scanSpreadChunk, glaProducts);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
@@ -72,10 +72,10 @@ void mlir::recur::populateRecurToLoopsPatterns(
     RewritePatternSet &patterns, int64_t scanGroup, int64_t scanChunk,
     int64_t streamStoreBytes, int64_t scanUnrollBytes, bool glaColumnThreads,
     bool windowTiles, bool attentionProducts, int64_t scanSpread,
-    int64_t scanSpreadChunk, bool glaGradProducts) {
+    int64_t scanSpreadChunk, bool glaProducts) {
   loops::populateScanPatterns(patterns, scanGroup, scanChunk, streamStoreBytes,
                               scanUnrollBytes, glaColumnThreads, scanSpread,
-                              scanSpreadChunk, glaGradProducts);
+                              scanSpreadChunk, glaProducts);
   loops::populateGatePatterns(patterns);
   loops::populateAttentionPatterns(patterns, windowTiles, attentionProducts);
   loops::populateBlockPatterns(patterns);

@@ -1304,15 +1304,39 @@ struct GlaSizes {
 constexpr int64_t kDefaultChunkSize = 64;
 
 /// Whether `op` is lowered with the chunked algorithm: only when it asks for
-/// it. `auto` runs the recurrence step by step: with its state row-major and
-/// its innermost loop over the state's columns, it is the faster of the two
-/// lowerings at every shape measured (B = 4, H = 8, T = 4096, dk = dv = 64
-/// on 2 CPU threads: 56 ms against 1082 ms for chunks of 64), because the
-/// chunked lowering's intra-chunk products are scalar loops with an `exp`
-/// per (query, key, channel) triple. Make `auto` weigh the two again when
-/// the chunked form has tiled kernels.
+/// it (`auto` may still take the product form, see prefersGlaProducts).
 bool usesChunkedAlgorithm(GatedLinearAttentionOp op) {
   return op.getAlgorithm() == ScanAlgorithm::Chunked;
+}
+
+/// The largest state, in bytes, that `auto` runs step by step where the
+/// product form applies: a core's L1 data cache on the machines measured.
+/// The recurrent form reads and writes a leading index's whole state at
+/// every step, which stays in L1 up to that size; the product form does
+/// about 1.5 times the arithmetic (chunks of 32) in register-blocked
+/// products. Measured on 2 threads of this project's machine (32 KiB L1d),
+/// B = 1, T = 2048, `recur-run --repeat 9`, recurrent against chunks of 32:
+/// 64 x 64 (8 heads) 9.9 to 10.4 ms against 11.0 to 13.1, 128 x 64 (4
+/// heads) 10.7 against 10.6, 96 x 96 10.1 against 9.5, 128 x 128 (2 heads)
+/// 10.3 against 7.0.
+constexpr int64_t kGlaRecurrentStateBytes = 32 * 1024;
+
+/// The chunk length of the product form when `auto` takes it and the op
+/// names none: 32 steps was as fast as or faster than 64 at every shape
+/// above.
+constexpr int64_t kGlaAutoProductChunk = 32;
+
+/// Whether an `auto` gla with the product form available takes it: a
+/// static state of more than kGlaRecurrentStateBytes per leading index.
+bool prefersGlaProducts(GatedLinearAttentionOp op) {
+  auto stateType = cast<RankedTensorType>(op.getState().getType());
+  ArrayRef<int64_t> shape = stateType.getShape();
+  int64_t dk = shape[shape.size() - 2], dv = shape.back();
+  std::optional<int64_t> bytes =
+      loops::elementBytes(stateType.getElementType());
+  return op.getAlgorithm() == ScanAlgorithm::Auto && bytes &&
+         !ShapedType::isDynamic(dk) && !ShapedType::isDynamic(dv) &&
+         dk * dv * *bytes > kGlaRecurrentStateBytes;
 }
 
 /// Writes `S_{-1}` (the `init` operand, or zero) for the leading index `lead`
@@ -1745,11 +1769,16 @@ private:
 constexpr int64_t kGlaRowBlock = 4;
 
 struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
-  GatedLinearAttentionToLoops(MLIRContext *context, bool columnThreads)
-      : OpRewritePattern(context), columnThreads(columnThreads) {}
+  GatedLinearAttentionToLoops(MLIRContext *context, bool columnThreads,
+                              bool products)
+      : OpRewritePattern(context), columnThreads(columnThreads),
+        products(products) {}
   /// The recurrent form one output column a thread (the GPU's), rather
   /// than one leading index a thread sweeping the state row by row.
   bool columnThreads;
+  /// The chunked algorithm of real decays in its product form where a
+  /// leading index's decays allow it (the CPU's; GlaProducts.cpp).
+  bool products;
 
   // `recurrent` (and `auto` for a vector state) runs the recurrence one step
   // at a time; `chunked` (and `auto` for a matrix state) the chunked
@@ -1763,6 +1792,15 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
     bool complexState = isa<ComplexType>(stateType.getElementType());
     int64_t rank = yType.getRank();
     bool chunked = usesChunkedAlgorithm(op);
+    // The product form: for `chunked` where it applies, for `auto` where it
+    // applies and the cost model prefers it (then in chunks of
+    // kGlaAutoProductChunk unless the op names its own).
+    int64_t chunk =
+        static_cast<int64_t>(op.getChunkSize().value_or(static_cast<uint64_t>(
+            chunked ? kDefaultChunkSize : kGlaAutoProductChunk)));
+    bool withProducts = products &&
+                        hasGlaProducts(op.getQ(), op.getA(), chunk) &&
+                        (chunked || prefersGlaProducts(op));
 
     SmallVector<Value> qSizes = dimSizes(rewriter, loc, op.getQ());
     SmallVector<Value> vSizes = dimSizes(rewriter, loc, op.getV());
@@ -1861,14 +1899,30 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
         [&](OpBuilder &b, Location l, ValueRange lead, ValueRange args) {
           Value state =
               writeInitialState(b, l, args[1], lead, sizes, op.getInit());
-          if (chunked)
-            return GlaChunks(op, sizes, lead).build(b, l, args[0], state);
-          Value zero = indexConst(b, l, 0);
-          return buildLoop(
-              b, l, zero, sizes.steps, ValueRange{args[0], state},
-              [&](OpBuilder &tb, Location tl, ValueRange t, ValueRange iter) {
-                return step(tb, tl, lead, t[0], iter[0], iter[1]);
-              });
+          // The chunks of GlaChunks, or the recurrence step by step.
+          auto unfactored = [&](OpBuilder &ub) -> SmallVector<Value> {
+            if (chunked)
+              return GlaChunks(op, sizes, lead).build(ub, l, args[0], state);
+            Value zero = indexConst(ub, l, 0);
+            return buildLoop(
+                ub, l, zero, sizes.steps, ValueRange{args[0], state},
+                [&](OpBuilder &tb, Location tl, ValueRange t, ValueRange iter) {
+                  return step(tb, tl, lead, t[0], iter[0], iter[1]);
+                });
+          };
+          if (!withProducts)
+            return unfactored(b);
+          // The product form where this index's decays allow it (see
+          // GlaProducts.cpp), the other form otherwise.
+          Value apply = glaProductsApply(b, l, op.getA(), chunk, lead);
+          auto branch = scf::IfOp::create(b, l, args.getTypes(), apply,
+                                          /*withElseRegion=*/true);
+          OpBuilder tb = OpBuilder::atBlockEnd(&branch.getThenRegion().front());
+          scf::YieldOp::create(
+              tb, l, buildGlaProducts(tb, l, op, chunk, lead, args[0], state));
+          OpBuilder eb = OpBuilder::atBlockEnd(&branch.getElseRegion().front());
+          scf::YieldOp::create(eb, l, unfactored(eb));
+          return SmallVector<Value>(branch.getResults());
         });
     rewriter.replaceOp(op, results);
     return success();
@@ -1970,7 +2024,7 @@ constexpr int64_t kGlaGradRowBlock = 4;
 /// vectorize, and the products of the sweep may fuse with the sums they
 /// feed (`fastmath<contract>`: FMA). With `products`, a leading index whose
 /// real decays allow it takes the product form instead
-/// (GlaGradProducts.cpp), chosen per index when the kernel runs.
+/// (GlaProducts.cpp), chosen per index when the kernel runs.
 struct GatedLinearAttentionGradToLoops
     : OpRewritePattern<GatedLinearAttentionGradOp> {
   GatedLinearAttentionGradToLoops(MLIRContext *context, bool products)
@@ -2256,15 +2310,17 @@ struct GatedLinearAttentionGradToLoops
           })[0];
       return SmallVector<Value>{swept[0], swept[1], swept[2], swept[3], out};
     };
-    bool withProducts = products && hasGlaGradProducts(op);
+    bool withProducts =
+        products && hasGlaProducts(op.getQ(), op.getA(), op.getChunkSize());
     SmallVector<Value> results = buildNest(
         rewriter, loc, lead, {dqInit, dkInit, dvInit, daInit, dinitInit},
         [&](OpBuilder &b, Location l, ValueRange ld, ValueRange args) {
           if (!withProducts)
             return sweep(b, l, ld, args);
           // The product form where this index's decays allow it (see
-          // GlaGradProducts.cpp), the sweep otherwise.
-          Value apply = glaGradProductsApply(b, l, op, ld);
+          // GlaProducts.cpp), the sweep otherwise.
+          Value apply =
+              glaProductsApply(b, l, op.getA(), op.getChunkSize(), ld);
           auto branch = scf::IfOp::create(b, l, args.getTypes(), apply,
                                           /*withElseRegion=*/true);
           OpBuilder tb = OpBuilder::atBlockEnd(&branch.getThenRegion().front());
@@ -2284,13 +2340,13 @@ struct GatedLinearAttentionGradToLoops
 void mlir::recur::loops::populateScanPatterns(
     RewritePatternSet &patterns, int64_t scanGroup, int64_t scanChunk,
     int64_t streamStoreBytes, int64_t scanUnrollBytes, bool glaColumnThreads,
-    int64_t scanSpread, int64_t scanSpreadChunk, bool glaGradProducts) {
+    int64_t scanSpread, int64_t scanSpreadChunk, bool glaProducts) {
   patterns.add<LinearScanToLoops>(patterns.getContext(), scanGroup, scanChunk,
                                   streamStoreBytes, scanUnrollBytes, scanSpread,
                                   scanSpreadChunk);
   patterns.add<GatedLinearAttentionToLoops>(patterns.getContext(),
-                                            glaColumnThreads);
+                                            glaColumnThreads, glaProducts);
   patterns.add<GatedLinearAttentionGradToLoops>(patterns.getContext(),
-                                                glaGradProducts);
+                                                glaProducts);
   patterns.add<ScanToLoops>(patterns.getContext());
 }

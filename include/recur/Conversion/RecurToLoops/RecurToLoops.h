@@ -60,16 +60,16 @@ void stripFrontEndAttributes(ModuleOp module);
 /// Adds the patterns that lower recur ops to scalar scf loops; `scanGroup`,
 /// `scanChunk`, `streamStoreBytes`, `scanUnrollBytes`, `glaColumnThreads`,
 /// `windowTiles`, `attentionProducts`, `scanSpread`, `scanSpreadChunk` and
-/// `glaGradProducts` as the pass options scan-group, scan-chunk,
+/// `glaProducts` as the pass options scan-group, scan-chunk,
 /// stream-store-bytes, scan-unroll-bytes, gla-column-threads, window-tiles,
-/// attention-products, scan-spread, scan-spread-chunk and gla-grad-products.
+/// attention-products, scan-spread, scan-spread-chunk and gla-products.
 void populateRecurToLoopsPatterns(
     RewritePatternSet &patterns, int64_t scanGroup = kDefaultScanGroup,
     int64_t scanChunk = 0, int64_t streamStoreBytes = 0,
     int64_t scanUnrollBytes = 0, bool glaColumnThreads = false,
     bool windowTiles = false, bool attentionProducts = false,
     int64_t scanSpread = 0, int64_t scanSpreadChunk = kDefaultScanSpreadChunk,
-    bool glaGradProducts = false);
+    bool glaProducts = false);
 
 /// The unit attribute that tags a loop over time whose stores into buffers
 /// indexed by its induction variable write each element once (a scan's

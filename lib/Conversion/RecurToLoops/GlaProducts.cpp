@@ -1,43 +1,51 @@
-//===- GlaGradProducts.cpp - gla backward as chunked matrix products ------===//
+//===- GlaProducts.cpp - gla forward and backward as chunked products -----===//
 //
 // Part of the Recur project.
 //
-// The product form of recur.gated_linear_attention_grad for real decays
-// (`convert-recur-to-loops{gla-grad-products}`, the CPU's form): one
+// The product forms of recur.gated_linear_attention (chunked) and
+// recur.gated_linear_attention_grad for real decays
+// (`convert-recur-to-loops{gla-products}`, the CPU's forms): one
 // leading index (batch, head) at a time, its steps in chunks of C, the
 // chunk-local work as linalg contractions (which recur-block-contractions
-// runs in register blocks) instead of the reverse sweep's state update per
-// step. With P[c] = a[0] ... a[c] the decays of a chunk up to step c (a
-// vector over the key index i), S0 the state entering the chunk and G the
-// cotangent of the state leaving it (from the later chunks, dstate for the
-// last):
+// runs in register blocks) instead of a state update per step. With
+// P[c] = a[0] ... a[c] the decays of a chunk up to step c (a vector over
+// the key index i) and S0 the state entering the chunk:
 //
 //   Q~ = q P,  K~ = k / P,  K^ = k P[C-1] / P           (elementwise)
-//   A  = tril(Q~ K~^T),  dA = tril(dy v^T)             (C x C)
+//   A  = tril(Q~ K~^T)                                 (C x C)
+//   y  = A v + Q~ S0
+//   S0' = P[C-1] S0 + K^^T v                           (the next chunk's)
+//
+// is the forward. The backward, with G the cotangent of the state leaving
+// the chunk (from the later chunks, dstate for the last):
+//
+//   dA = tril(dy v^T)                                  (C x C)
 //   dq = (dA K~ + dy S0^T) P
 //   dk = (dA^T Q~ + (v G^T) P[C-1]) / P
 //   dv = A^T dy + K^ G
 //
-// and from chunk to chunk, S0' = P[C-1] S0 + K^^T v forward and
-// G' = P[C-1] G + Q~^T dy backward (dinit is the last of those). The decays'
-// cotangent goes through the identity
+// and G' = P[C-1] G + Q~^T dy from chunk to chunk backward (dinit is the
+// last of those). The decays' cotangent goes through the identity
 //
 //   a_t da_t = sum_{s >= t} (q_s dq_s - k_s dk_s) + sum_j G[i, j] S[i, j]
 //
 // (the sums within the chunk, S the state leaving it), then da_t = that /
 // a_t: the log-space gradient of GLA's chunked backward.
 //
-// Per leading index: a pass forward over the chunks stacks the state
-// entering each (its K^^T v a contraction), then the chunks run in reverse,
-// carrying G; each chunk's operands are built as tiles (rows past T padded
-// with decay 1 and zeros, which change nothing), and every tile and
-// product lives in buffers allocated once per index.
+// Per leading index, the forward goes over the chunks in order, the state
+// carried in a tile of its own; the backward first goes forward over the
+// chunks stacking the state entering each (its K^^T v a contraction), then
+// runs the chunks in reverse, carrying G. Each chunk's operands are built
+// as tiles (rows past T padded with decay 1 and zeros, which change
+// nothing), and every tile and product lives in buffers allocated once per
+// index.
 //
 // P and 1 / P must stay in range, and the division by a_t must not magnify
 // the identity's rounding: the form applies to a leading index whose decays
 // all lie in [2^(-32 / C), 1] (so P >= 2^-32), checked when it runs; any
-// other (a zero, a tiny or a growing decay, a NaN) takes the reverse sweep.
-// The caller builds that choice (Scans.cpp).
+// other (a zero, a tiny or a growing decay, a NaN) takes the chunks' loops
+// in log space or the recurrence step by step (the forward) or the reverse
+// sweep (the backward). The caller builds that choice (Scans.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -144,19 +152,24 @@ struct ChunkTiles {
   Value v, dy;
 };
 
+/// The operands of a gla (forward: dy and dstate null) or of its gradient.
+struct GlaOperands {
+  Value q, k, v, a, init, dy, dstate;
+  int64_t chunk;
+};
+
 /// The builder of one leading index's product form.
 class Products {
 public:
-  Products(OpBuilder &b, Location loc, GatedLinearAttentionGradOp op,
-           ValueRange lead)
-      : op(op), lead(lead), vec(getElementTypeOrSelf(op.getQ().getType())) {
-    auto qType = cast<RankedTensorType>(op.getQ().getType());
+  Products(OpBuilder &b, Location loc, const GlaOperands &ops, ValueRange lead)
+      : ops(ops), lead(lead), vec(getElementTypeOrSelf(ops.q.getType())) {
+    auto qType = cast<RankedTensorType>(ops.q.getType());
     elem = qType.getElementType();
     int64_t rank = qType.getRank();
-    chunk = op.getChunkSize();
-    steps = dimSize(b, loc, op.getQ(), rank - 2);
-    dk = dimSize(b, loc, op.getQ(), rank - 1);
-    dv = dimSize(b, loc, op.getV(), rank - 1);
+    chunk = ops.chunk;
+    steps = dimSize(b, loc, ops.q, rank - 2);
+    dk = dimSize(b, loc, ops.q, rank - 1);
+    dv = dimSize(b, loc, ops.v, rank - 1);
     c = indexConst(b, loc, chunk);
     zero = indexConst(b, loc, 0);
     one = indexConst(b, loc, 1);
@@ -167,8 +180,12 @@ public:
         ValueRange{steps});
   }
 
+  /// (y, state) with this leading index's elements written: the chunks in
+  /// order, the state entering each carried.
+  SmallVector<Value> forward(OpBuilder &b, Location loc, Value y, Value state);
+
   /// (dq, dk, dv, da, dinit) with this leading index's elements written.
-  SmallVector<Value> build(OpBuilder &b, Location loc, ValueRange results);
+  SmallVector<Value> backward(OpBuilder &b, Location loc, ValueRange results);
 
 private:
   SmallVector<Value> at(ValueRange tail) { return concatIndices(lead, tail); }
@@ -341,12 +358,12 @@ private:
                     })[0];
   }
 
-  /// Chunk `n`'s tiles, written into `dest`'s; with `all` unset, only P,
-  /// its last row, K^ and v (the forward pass's).
-  ChunkTiles tiles(OpBuilder &b, Location loc, Value n, bool all,
+  /// Chunk `n`'s tiles, written into `dest`'s: P, its last row, K~, K^ and
+  /// v, with Q~ when `withQ` is set and dy when `withDy` is.
+  ChunkTiles tiles(OpBuilder &b, Location loc, Value n, bool withQ, bool withDy,
                    const ChunkTiles &dest);
 
-  GatedLinearAttentionGradOp op;
+  GlaOperands ops;
   ValueRange lead;
   Rows vec;
   Type elem;
@@ -354,17 +371,19 @@ private:
   Value steps, dk, dv, c, zero, one, chunks;
 };
 
-ChunkTiles Products::tiles(OpBuilder &b, Location loc, Value n, bool all,
-                           const ChunkTiles &dest) {
+ChunkTiles Products::tiles(OpBuilder &b, Location loc, Value n, bool withQ,
+                           bool withDy, const ChunkTiles &dest) {
   Value last = arith::SubIOp::create(b, loc, steps, one);
   ChunkTiles t = dest;
-  if (!all)
-    t.qt = t.dy = Value();
+  if (!withQ)
+    t.qt = Value();
+  if (!withDy)
+    t.dy = Value();
   SmallVector<Value> keyTiles{t.prod, t.kt};
-  if (all)
+  if (withQ)
     keyTiles.push_back(t.qt);
   SmallVector<Value> valueTiles{t.v};
-  if (all)
+  if (withDy)
     valueTiles.push_back(t.dy);
   SmallVector<Value> init(keyTiles);
   llvm::append_range(init, valueTiles);
@@ -392,8 +411,8 @@ ChunkTiles Products::tiles(OpBuilder &b, Location loc, Value n, bool all,
         SmallVector<Value> byKey = vec.over(
             rb, rl, dk, rit.take_front(numKeys),
             [&](OpBuilder &ib, Location il, Value i, ValueRange iit) {
-              Value a = orPad(ib, il, op.getA(), i, 1.0);
-              Value k = orPad(ib, il, op.getK(), i, 0.0);
+              Value a = orPad(ib, il, ops.a, i, 1.0);
+              Value k = orPad(ib, il, ops.k, i, 0.0);
               Value prev = arith::SelectOp::create(
                   ib, il, first, vec.splat(ib, il, 1.0),
                   vec.read(ib, il, iit[0], ValueRange{prevRow, i}));
@@ -403,8 +422,8 @@ ChunkTiles Products::tiles(OpBuilder &b, Location loc, Value n, bool all,
                   vec.write(ib, il, g, iit[0], idx),
                   vec.write(ib, il, arith::DivFOp::create(ib, il, k, g), iit[1],
                             idx)};
-              if (all) {
-                Value q = orPad(ib, il, op.getQ(), i, 0.0);
+              if (withQ) {
+                Value q = orPad(ib, il, ops.q, i, 0.0);
                 out.push_back(vec.write(
                     ib, il, arith::MulFOp::create(ib, il, q, g), iit[2], idx));
               }
@@ -414,11 +433,11 @@ ChunkTiles Products::tiles(OpBuilder &b, Location loc, Value n, bool all,
             rb, rl, dv, rit.drop_front(numKeys),
             [&](OpBuilder &jb, Location jl, Value j, ValueRange jit) {
               SmallVector<Value> idx{r[0], j};
-              SmallVector<Value> out{vec.write(
-                  jb, jl, orPad(jb, jl, op.getV(), j, 0.0), jit[0], idx)};
-              if (all)
-                out.push_back(vec.write(
-                    jb, jl, orPad(jb, jl, op.getDy(), j, 0.0), jit[1], idx));
+              SmallVector<Value> out{
+                  vec.write(jb, jl, orPad(jb, jl, ops.v, j, 0.0), jit[0], idx)};
+              if (withDy)
+                out.push_back(vec.write(jb, jl, orPad(jb, jl, ops.dy, j, 0.0),
+                                        jit[1], idx));
               return out;
             });
         SmallVector<Value> next(byKey);
@@ -427,10 +446,10 @@ ChunkTiles Products::tiles(OpBuilder &b, Location loc, Value n, bool all,
       });
   t.prod = rows[0];
   t.kt = rows[1];
-  if (all)
+  if (withQ)
     t.qt = rows[2];
   t.v = rows[numKeys];
-  if (all)
+  if (withDy)
     t.dy = rows[numKeys + 1];
   t.last =
       copyRow(b, loc, t.prod, {indexConst(b, loc, chunk - 1)}, t.last, {}, dk);
@@ -450,8 +469,88 @@ ChunkTiles Products::tiles(OpBuilder &b, Location loc, Value n, bool all,
   return t;
 }
 
-SmallVector<Value> Products::build(OpBuilder &b, Location loc,
-                                   ValueRange results) {
+SmallVector<Value> Products::forward(OpBuilder &b, Location loc, Value y,
+                                     Value state) {
+  // Every chunk's tiles and products go to these, allocated once per
+  // leading index (each chunk overwrites them whole).
+  ChunkTiles pool;
+  pool.prod = scratch(b, loc, {c, dk});
+  pool.qt = scratch(b, loc, {c, dk});
+  pool.kt = scratch(b, loc, {c, dk});
+  pool.kh = scratch(b, loc, {c, dk});
+  pool.last = scratch(b, loc, {dk});
+  pool.v = scratch(b, loc, {c, dv});
+  Value ktT = scratch(b, loc, {dk, c});
+  Value scoresBuf = scratch(b, loc, {c, c}), outBuf = scratch(b, loc, {c, dv});
+  Value deltaBuf = scratch(b, loc, {dk, dv});
+
+  // S, the state entering each chunk: on entry, `state`'s at this index.
+  Value entering = loops(
+      b, loc, {dk}, {scratch(b, loc, {dk, dv})},
+      [&](OpBuilder &ib, Location il, ValueRange i, ValueRange it) {
+        return SmallVector<Value>{copyRow(ib, il, state, at(i), it[0], i, dv)};
+      })[0];
+  SmallVector<Value> out = loops(
+      b, loc, {chunks}, {y, entering},
+      [&](OpBuilder &nb, Location nl, ValueRange n, ValueRange it) {
+        ChunkTiles t =
+            tiles(nb, nl, n[0], /*withQ=*/true, /*withDy=*/false, pool);
+        Value s = it[1];
+        // y = tril(Q~ K~^T) v + Q~ S and the state's increment K^^T v, over
+        // (row, col, red).
+        Value kTiles = transposed(nb, nl, t.kt, ktT);
+        Value scores = lowerTriangle(nb, nl,
+                                     product(nb, nl, t.qt, {0, 2}, kTiles,
+                                             {2, 1}, zeros(nb, nl, scoresBuf)));
+        Value outs =
+            product(nb, nl, scores, {0, 2}, t.v, {2, 1}, zeros(nb, nl, outBuf));
+        outs = product(nb, nl, t.qt, {0, 2}, s, {2, 1}, outs);
+        Value delta =
+            product(nb, nl, t.kh, {2, 0}, t.v, {2, 1}, zeros(nb, nl, deltaBuf));
+
+        // The chunk's rows of y (past T: none).
+        Value start = arith::MulIOp::create(nb, nl, n[0], c);
+        Value len = arith::MinUIOp::create(
+            nb, nl, c, arith::SubIOp::create(nb, nl, steps, start));
+        Value written = loops(
+            nb, nl, {len}, {it[0]},
+            [&](OpBuilder &rb, Location rl, ValueRange r, ValueRange rit) {
+              Value step = arith::AddIOp::create(rb, rl, start, r[0]);
+              return SmallVector<Value>{
+                  copyRow(rb, rl, outs, {r[0]}, rit[0], at({step}), dv)};
+            })[0];
+
+        // The state leaving the chunk: P[C-1] S + K^^T v.
+        Value leaving = loops(
+            nb, nl, {dk}, {s},
+            [&](OpBuilder &ib, Location il, ValueRange i, ValueRange iit) {
+              Value g = vec.splat(ib, il, extractAt(ib, il, t.last, i));
+              return vec.over(
+                  ib, il, dv, iit,
+                  [&](OpBuilder &jb, Location jl, Value j, ValueRange jit) {
+                    SmallVector<Value> idx{i[0], j};
+                    Value next = arith::AddFOp::create(
+                        jb, jl,
+                        arith::MulFOp::create(jb, jl, g,
+                                              vec.read(jb, jl, jit[0], idx)),
+                        vec.read(jb, jl, delta, idx));
+                    return SmallVector<Value>{
+                        vec.write(jb, jl, next, jit[0], idx)};
+                  });
+            })[0];
+        return SmallVector<Value>{written, leaving};
+      });
+
+  Value last = loops(
+      b, loc, {dk}, {state},
+      [&](OpBuilder &ib, Location il, ValueRange i, ValueRange it) {
+        return SmallVector<Value>{copyRow(ib, il, out[1], i, it[0], at(i), dv)};
+      })[0];
+  return {out[0], last};
+}
+
+SmallVector<Value> Products::backward(OpBuilder &b, Location loc,
+                                      ValueRange results) {
   auto reassoc = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
   // Every chunk's tiles and products go to these, allocated once per
   // leading index (each chunk overwrites them whole).
@@ -478,9 +577,9 @@ SmallVector<Value> Products::build(OpBuilder &b, Location loc,
   states =
       loops(b, loc, {dk}, {states},
             [&](OpBuilder &ib, Location il, ValueRange i, ValueRange it) {
-              if (op.getInit())
-                return SmallVector<Value>{copyRow(ib, il, op.getInit(), at(i),
-                                                  it[0], {zero, i[0]}, dv)};
+              if (ops.init)
+                return SmallVector<Value>{
+                    copyRow(ib, il, ops.init, at(i), it[0], {zero, i[0]}, dv)};
               return vec.over(
                   ib, il, dv, it,
                   [&](OpBuilder &jb, Location jl, Value j, ValueRange jit) {
@@ -492,7 +591,8 @@ SmallVector<Value> Products::build(OpBuilder &b, Location loc,
   states = loops(
       b, loc, {chunks}, {states},
       [&](OpBuilder &nb, Location nl, ValueRange n, ValueRange it) {
-        ChunkTiles t = tiles(nb, nl, n[0], /*all=*/false, pool);
+        ChunkTiles t =
+            tiles(nb, nl, n[0], /*withQ=*/false, /*withDy=*/false, pool);
         Value delta =
             product(nb, nl, t.kh, {2, 0}, t.v, {2, 1}, zeros(nb, nl, deltaBuf));
         Value after = arith::AddIOp::create(nb, nl, n[0], one);
@@ -520,7 +620,7 @@ SmallVector<Value> Products::build(OpBuilder &b, Location loc,
   carried = loops(b, loc, {dk}, {carried},
                   [&](OpBuilder &ib, Location il, ValueRange i, ValueRange it) {
                     return SmallVector<Value>{
-                        copyRow(ib, il, op.getDstate(), at(i), it[0], i, dv)};
+                        copyRow(ib, il, ops.dstate, at(i), it[0], i, dv)};
                   })[0];
   Value lastChunk = arith::SubIOp::create(b, loc, chunks, one);
   SmallVector<Value> init(results.take_front(4));
@@ -531,7 +631,7 @@ SmallVector<Value> Products::build(OpBuilder &b, Location loc,
         Value n = arith::SubIOp::create(nb, nl, lastChunk, nn[0]);
         Value after = arith::AddIOp::create(nb, nl, n, one);
         Value g = it[4];
-        ChunkTiles t = tiles(nb, nl, n, /*all=*/true, pool);
+        ChunkTiles t = tiles(nb, nl, n, /*withQ=*/true, /*withDy=*/true, pool);
         Value entering = stackRow(nb, nl, states, n);
         Value leaving = stackRow(nb, nl, states, after);
 
@@ -608,9 +708,9 @@ SmallVector<Value> Products::build(OpBuilder &b, Location loc,
                         arith::AddFOp::create(
                             ib, il, vec.read(ib, il, dkt, cidx), fromEnd),
                         p);
-                    Value q = vec.read(ib, il, op.getQ(), tidx);
-                    Value k = vec.read(ib, il, op.getK(), tidx);
-                    Value a = vec.read(ib, il, op.getA(), tidx, 1.0);
+                    Value q = vec.read(ib, il, ops.q, tidx);
+                    Value k = vec.read(ib, il, ops.k, tidx);
+                    Value a = vec.read(ib, il, ops.a, tidx, 1.0);
                     Value w = arith::SubFOp::create(
                         ib, il, arith::MulFOp::create(ib, il, q, dq),
                         arith::MulFOp::create(ib, il, k, dkv));
@@ -661,23 +761,22 @@ SmallVector<Value> Products::build(OpBuilder &b, Location loc,
 
 } // namespace
 
-bool loops::hasGlaGradProducts(GatedLinearAttentionGradOp op) {
-  Type elem = getElementTypeOrSelf(op.getQ().getType());
+bool loops::hasGlaProducts(Value q, Value a, int64_t chunk) {
+  Type elem = getElementTypeOrSelf(q.getType());
   return (elem.isF32() || elem.isF64()) &&
-         getElementTypeOrSelf(op.getA().getType()) == elem &&
-         op.getChunkSize() >= 1 && op.getChunkSize() <= kMaxGlaProductChunk;
+         getElementTypeOrSelf(a.getType()) == elem && chunk >= 1 &&
+         chunk <= kMaxGlaProductChunk;
 }
 
-Value loops::glaGradProductsApply(OpBuilder &b, Location loc,
-                                  GatedLinearAttentionGradOp op,
-                                  ValueRange lead) {
-  auto aType = cast<RankedTensorType>(op.getA().getType());
+Value loops::glaProductsApply(OpBuilder &b, Location loc, Value a,
+                              int64_t chunk, ValueRange lead) {
+  auto aType = cast<RankedTensorType>(a.getType());
   Type elem = aType.getElementType();
   int64_t rank = aType.getRank();
   Rows vec(elem);
-  Value steps = dimSize(b, loc, op.getA(), rank - 2);
-  Value dk = dimSize(b, loc, op.getA(), rank - 1);
-  Value low = vec.splat(b, loc, smallestDecay(op.getChunkSize()));
+  Value steps = dimSize(b, loc, a, rank - 2);
+  Value dk = dimSize(b, loc, a, rank - 1);
+  Value low = vec.splat(b, loc, smallestDecay(chunk));
   Value high = vec.splat(b, loc, 1.0);
   auto maskType = VectorType::get({vec.lanes}, b.getI1Type());
   Value all =
@@ -690,13 +789,13 @@ Value loops::glaGradProductsApply(OpBuilder &b, Location loc,
             [&](OpBuilder &ib, Location il, Value i, ValueRange iit) {
               // Lanes past the row read 1; ordered comparisons: a NaN is
               // out.
-              Value a = vec.read(ib, il, op.getA(),
-                                 concatIndices(lead, ValueRange{t[0], i}), 1.0);
+              Value at = vec.read(
+                  ib, il, a, concatIndices(lead, ValueRange{t[0], i}), 1.0);
               Value ok = arith::AndIOp::create(
                   ib, il,
-                  arith::CmpFOp::create(ib, il, arith::CmpFPredicate::OGE, a,
+                  arith::CmpFOp::create(ib, il, arith::CmpFPredicate::OGE, at,
                                         low),
-                  arith::CmpFOp::create(ib, il, arith::CmpFPredicate::OLE, a,
+                  arith::CmpFOp::create(ib, il, arith::CmpFPredicate::OLE, at,
                                         high));
               return SmallVector<Value>{
                   arith::AndIOp::create(ib, il, iit[0], ok)};
@@ -705,9 +804,22 @@ Value loops::glaGradProductsApply(OpBuilder &b, Location loc,
   return vector::ReductionOp::create(b, loc, vector::CombiningKind::AND, in);
 }
 
+SmallVector<Value> loops::buildGlaProducts(OpBuilder &b, Location loc,
+                                           GatedLinearAttentionOp op,
+                                           int64_t chunk, ValueRange lead,
+                                           Value y, Value state) {
+  GlaOperands ops{op.getQ(),    op.getK(), op.getV(), op.getA(),
+                  op.getInit(), Value(),   Value(),   chunk};
+  return Products(b, loc, ops, lead).forward(b, loc, y, state);
+}
+
 SmallVector<Value> loops::buildGlaGradProducts(OpBuilder &b, Location loc,
                                                GatedLinearAttentionGradOp op,
                                                ValueRange lead,
                                                ValueRange results) {
-  return Products(b, loc, op, lead).build(b, loc, results);
+  GlaOperands ops{op.getQ(),      op.getK(),
+                  op.getV(),      op.getA(),
+                  op.getInit(),   op.getDy(),
+                  op.getDstate(), static_cast<int64_t>(op.getChunkSize())};
+  return Products(b, loc, ops, lead).backward(b, loc, results);
 }
