@@ -338,6 +338,17 @@ def RecurBlockContractions : Pass<"recur-block-contractions"> {
     start from the fill's value instead of reading `C`, and write a new
     tensor of `C`'s sizes: the fill's pass over memory goes with its last
     use.
+
+    Two discardable attributes of the contraction, set by the ops that build
+    it (the GLA's product forms), say what of it is known: with
+    `recur.lower_triangular_input = n`, input `n` is `A`, a 2-D tensor zero
+    above its diagonal, so a block of rows sums `k` only up to its last row
+    (`A[i, k]`) or from its first (`A[k, i]`): the terms left out are
+    products with zeros, and the sums are the same. With
+    `recur.lower_triangular_result`, only `C[i, j]` with `j <= i` are read
+    afterwards, so a block of rows computes its columns only up to the
+    vector holding its last row's diagonal element; the others keep what
+    the tensor held.
   }];
   let options = [
     Option<"rows", "rows", "int64_t", /*default=*/"6",

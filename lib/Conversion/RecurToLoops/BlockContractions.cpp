@@ -9,7 +9,10 @@
 // multiply-add loads and stores its output vector: about a third of the
 // machine's multiply-add rate (docs/performance.md). A product into a
 // fill starts its blocks from the fill's value (no pass to fill C, no
-// read of it).
+// read of it). A product whose builder marks A lower triangular sums each
+// block of rows over the k where its rows of A may be nonzero; one whose
+// result is needed only on and below the diagonal computes each block of
+// rows up to the vector that holds its last row's diagonal element.
 //
 //===----------------------------------------------------------------------===//
 
@@ -150,6 +153,21 @@ public:
     aMap = op.getMatchingIndexingMap(c.a);
     bMap = op.getMatchingIndexingMap(c.b);
     cMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+    // A lower triangular, read as A[i, k] (nonzero for k <= i) or A[k, i]
+    // (for k >= i); C needed where j <= i.
+    auto is = [](AffineMap map, unsigned d0, unsigned d1) {
+      return map.getNumResults() == 2 && dimOf(map.getResult(0)) == d0 &&
+             dimOf(map.getResult(1)) == d1;
+    };
+    if (auto tri =
+            op->getAttrOfType<IntegerAttr>(kLowerTriangularInputAttrName);
+        tri && tri.getInt() >= 0 && tri.getInt() < op.getNumDpsInputs() &&
+        op.getDpsInputOperand(tri.getInt()) == c.a) {
+      kUpToRow = is(aMap, c.i, c.k);
+      kFromRow = is(aMap, c.k, c.i);
+    }
+    lowerResult =
+        op->hasAttr(kLowerTriangularResultAttrName) && is(cMap, c.i, c.j);
     bValue = c.b->get();
     // C = A B^T: B is read through a copy with j's dimension moved last.
     if (dimOf(bMap.getResults().back()) != c.j)
@@ -242,7 +260,8 @@ private:
     bMap = AffineMap::get(bMap.getNumDims(), 0, permuted, b.getContext());
   }
 
-  /// Every column of rows [row, row + count): blocks of `cols` vectors,
+  /// Every column of rows [row, row + count) (with lowerResult, up to the
+  /// vector holding column row + count - 1): blocks of `cols` vectors,
   /// then single vectors, then the last columns short of a vector (masked).
   Value columns(OpBuilder &b, Location loc, ValueRange outerIvs, Value row,
                 int64_t count, Value acc) {
@@ -250,6 +269,16 @@ private:
     Value zero = indexConst(b, loc, 0);
     Value blockWidth = indexConst(b, loc, cols * lanes);
     Value vec = indexConst(b, loc, lanes);
+    if (lowerResult) {
+      Value end = arith::MulIOp::create(
+          b, loc,
+          arith::CeilDivUIOp::create(
+              b, loc,
+              arith::AddIOp::create(b, loc, row, indexConst(b, loc, count)),
+              vec),
+          vec);
+      n = arith::MinUIOp::create(b, loc, n, end);
+    }
     Value wholeBlocks = b.createOrFold<arith::MulIOp>(
         loc, b.createOrFold<arith::DivUIOp>(loc, n, blockWidth), blockWidth);
     Value wholeVectors = b.createOrFold<arith::MulIOp>(
@@ -340,8 +369,16 @@ private:
                            ? filled
                            : read(b, loc, acc,
                                   at(cMap, outerIvs, rowAt[r], colAt[v], k0)));
+    // The k where the block's rows of A may be nonzero.
+    Value kFrom = k0, kTo = sizes[c.k];
+    if (kUpToRow)
+      kTo = arith::MinUIOp::create(
+          b, loc, kTo,
+          arith::AddIOp::create(b, loc, row, indexConst(b, loc, count)));
+    if (kFromRow)
+      kFrom = arith::MinUIOp::create(b, loc, kTo, row);
     SmallVector<Value> sums = fmaBlock(
-        b, loc, sizes[c.k], init, count, blockCols,
+        b, loc, kFrom, kTo, init, count, blockCols,
         [&](OpBuilder &kb, Location kl, Value k, int64_t r) -> Value {
           Value x = extractAt(kb, kl, c.a->get(),
                               at(aMap, outerIvs, rowAt[r], Value(), k));
@@ -371,6 +408,11 @@ private:
   /// The tensor the blocks write: C, or where C is a fill, a tensor of its
   /// sizes that nothing reads; then `initValue` is the fill's value.
   Value dest, initValue;
+  /// A lower triangular: a block of rows sums k up to its last row
+  /// (kUpToRow, A read as A[i, k]) or from its first (kFromRow, A[k, i]).
+  bool kUpToRow = false, kFromRow = false;
+  /// Only C's elements with j <= i are needed.
+  bool lowerResult = false;
 };
 
 struct RecurBlockContractionsPass

@@ -268,11 +268,21 @@ private:
         })[0];
   }
 
+  /// What a product knows of its zeros (see recur-block-contractions).
+  enum class Triangle {
+    None,
+    /// x is zero above its diagonal (a masked score tile).
+    LowerX,
+    /// Only the result's elements on and below the diagonal are read.
+    LowerResult
+  };
+
   /// `init[row, col] += sum_red x * y` over the dimensions (row, col, red),
   /// the operands' maps given as dimension lists: a contraction that
   /// recur-block-contractions runs in register blocks.
   Value product(OpBuilder &b, Location loc, Value x, ArrayRef<unsigned> xDims,
-                Value y, ArrayRef<unsigned> yDims, Value init) {
+                Value y, ArrayRef<unsigned> yDims, Value init,
+                Triangle triangle = Triangle::None) {
     MLIRContext *ctx = b.getContext();
     auto map = [&](ArrayRef<unsigned> dims) {
       SmallVector<AffineExpr> exprs;
@@ -284,16 +294,30 @@ private:
     SmallVector<utils::IteratorType> iters{utils::IteratorType::parallel,
                                            utils::IteratorType::parallel,
                                            utils::IteratorType::reduction};
-    return linalg::GenericOp::create(
-               b, loc, TypeRange{init.getType()}, ValueRange{x, y},
-               ValueRange{init}, maps, iters,
-               [](OpBuilder &gb, Location gl, ValueRange args) {
-                 Value p = arith::MulFOp::create(gb, gl, args[0], args[1]);
-                 linalg::YieldOp::create(
-                     gb, gl,
-                     ValueRange{arith::AddFOp::create(gb, gl, args[2], p)});
-               })
-        .getResult(0);
+    auto generic = linalg::GenericOp::create(
+        b, loc, TypeRange{init.getType()}, ValueRange{x, y}, ValueRange{init},
+        maps, iters, [](OpBuilder &gb, Location gl, ValueRange args) {
+          Value p = arith::MulFOp::create(gb, gl, args[0], args[1]);
+          linalg::YieldOp::create(
+              gb, gl, ValueRange{arith::AddFOp::create(gb, gl, args[2], p)});
+        });
+    if (triangle == Triangle::LowerX)
+      generic->setDiscardableAttr(kLowerTriangularInputAttrName,
+                                  b.getI64IntegerAttr(0));
+    if (triangle == Triangle::LowerResult)
+      generic->setDiscardableAttr(kLowerTriangularResultAttrName,
+                                  b.getUnitAttr());
+    return generic.getResult(0);
+  }
+
+  /// tril(x yT) over (row, col, red) for `x` `[C, d]` and `yT` `[d, C]`,
+  /// written into `dest`: a chunk's scores masked to the steps they may
+  /// see.
+  Value maskedScores(OpBuilder &b, Location loc, Value x, Value yT,
+                     Value dest) {
+    return lowerTriangle(b, loc,
+                         product(b, loc, x, {0, 2}, yT, {2, 1},
+                                 zeros(b, loc, dest), Triangle::LowerResult));
   }
 
   /// `x[r, s]` zeroed above the diagonal (s > r).
@@ -315,6 +339,29 @@ private:
                                              floatConst(gb, gl, elem, 0.0))});
                })
         .getResult(0);
+  }
+
+  /// `x` `[dk, dv]` with its rows scaled by `last` `[dk]` and `delta` added
+  /// (P[C-1] x + delta, the update of a state or its cotangent across a
+  /// chunk), in place.
+  Value decayRows(OpBuilder &b, Location loc, Value last, Value x,
+                  Value delta) {
+    return loops(
+        b, loc, {dk}, {x},
+        [&](OpBuilder &ib, Location il, ValueRange i, ValueRange iit) {
+          Value g = vec.splat(ib, il, extractAt(ib, il, last, i));
+          return vec.over(
+              ib, il, dv, iit,
+              [&](OpBuilder &jb, Location jl, Value j, ValueRange jit) {
+                SmallVector<Value> idx{i[0], j};
+                Value next = arith::AddFOp::create(
+                    jb, jl,
+                    arith::MulFOp::create(jb, jl, g,
+                                          vec.read(jb, jl, jit[0], idx)),
+                    vec.read(jb, jl, delta, idx));
+                return SmallVector<Value>{vec.write(jb, jl, next, jit[0], idx)};
+              });
+        })[0];
   }
 
   /// Row `row` of a `[?, dk, dv]` stack, as a `[dk, dv]` tensor.
@@ -356,6 +403,21 @@ private:
                       return SmallVector<Value>{vec.write(
                           jb, jl, x, it[0], concatIndices(prefix, j))};
                     })[0];
+  }
+
+  /// Scratch for a chunk's tiles (dy's with `withDy`), allocated once per
+  /// leading index.
+  ChunkTiles tilePool(OpBuilder &b, Location loc, bool withDy) {
+    ChunkTiles pool;
+    pool.prod = scratch(b, loc, {c, dk});
+    pool.qt = scratch(b, loc, {c, dk});
+    pool.kt = scratch(b, loc, {c, dk});
+    pool.kh = scratch(b, loc, {c, dk});
+    pool.last = scratch(b, loc, {dk});
+    pool.v = scratch(b, loc, {c, dv});
+    if (withDy)
+      pool.dy = scratch(b, loc, {c, dv});
+    return pool;
   }
 
   /// Chunk `n`'s tiles, written into `dest`'s: P, its last row, K~, K^ and
@@ -473,13 +535,7 @@ SmallVector<Value> Products::forward(OpBuilder &b, Location loc, Value y,
                                      Value state) {
   // Every chunk's tiles and products go to these, allocated once per
   // leading index (each chunk overwrites them whole).
-  ChunkTiles pool;
-  pool.prod = scratch(b, loc, {c, dk});
-  pool.qt = scratch(b, loc, {c, dk});
-  pool.kt = scratch(b, loc, {c, dk});
-  pool.kh = scratch(b, loc, {c, dk});
-  pool.last = scratch(b, loc, {dk});
-  pool.v = scratch(b, loc, {c, dv});
+  ChunkTiles pool = tilePool(b, loc, /*withDy=*/false);
   Value ktT = scratch(b, loc, {dk, c});
   Value scoresBuf = scratch(b, loc, {c, c}), outBuf = scratch(b, loc, {c, dv});
   Value deltaBuf = scratch(b, loc, {dk, dv});
@@ -499,11 +555,9 @@ SmallVector<Value> Products::forward(OpBuilder &b, Location loc, Value y,
         // y = tril(Q~ K~^T) v + Q~ S and the state's increment K^^T v, over
         // (row, col, red).
         Value kTiles = transposed(nb, nl, t.kt, ktT);
-        Value scores = lowerTriangle(nb, nl,
-                                     product(nb, nl, t.qt, {0, 2}, kTiles,
-                                             {2, 1}, zeros(nb, nl, scoresBuf)));
-        Value outs =
-            product(nb, nl, scores, {0, 2}, t.v, {2, 1}, zeros(nb, nl, outBuf));
+        Value scores = maskedScores(nb, nl, t.qt, kTiles, scoresBuf);
+        Value outs = product(nb, nl, scores, {0, 2}, t.v, {2, 1},
+                             zeros(nb, nl, outBuf), Triangle::LowerX);
         outs = product(nb, nl, t.qt, {0, 2}, s, {2, 1}, outs);
         Value delta =
             product(nb, nl, t.kh, {2, 0}, t.v, {2, 1}, zeros(nb, nl, deltaBuf));
@@ -521,23 +575,7 @@ SmallVector<Value> Products::forward(OpBuilder &b, Location loc, Value y,
             })[0];
 
         // The state leaving the chunk: P[C-1] S + K^^T v.
-        Value leaving = loops(
-            nb, nl, {dk}, {s},
-            [&](OpBuilder &ib, Location il, ValueRange i, ValueRange iit) {
-              Value g = vec.splat(ib, il, extractAt(ib, il, t.last, i));
-              return vec.over(
-                  ib, il, dv, iit,
-                  [&](OpBuilder &jb, Location jl, Value j, ValueRange jit) {
-                    SmallVector<Value> idx{i[0], j};
-                    Value next = arith::AddFOp::create(
-                        jb, jl,
-                        arith::MulFOp::create(jb, jl, g,
-                                              vec.read(jb, jl, jit[0], idx)),
-                        vec.read(jb, jl, delta, idx));
-                    return SmallVector<Value>{
-                        vec.write(jb, jl, next, jit[0], idx)};
-                  });
-            })[0];
+        Value leaving = decayRows(nb, nl, t.last, s, delta);
         return SmallVector<Value>{written, leaving};
       });
 
@@ -554,14 +592,7 @@ SmallVector<Value> Products::backward(OpBuilder &b, Location loc,
   auto reassoc = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
   // Every chunk's tiles and products go to these, allocated once per
   // leading index (each chunk overwrites them whole).
-  ChunkTiles pool;
-  pool.prod = scratch(b, loc, {c, dk});
-  pool.qt = scratch(b, loc, {c, dk});
-  pool.kt = scratch(b, loc, {c, dk});
-  pool.kh = scratch(b, loc, {c, dk});
-  pool.last = scratch(b, loc, {dk});
-  pool.v = scratch(b, loc, {c, dv});
-  pool.dy = scratch(b, loc, {c, dv});
+  ChunkTiles pool = tilePool(b, loc, /*withDy=*/true);
   Value ktT = scratch(b, loc, {dk, c}), vT = scratch(b, loc, {dv, c});
   Value enteringT = scratch(b, loc, {dv, dk}), gT = scratch(b, loc, {dv, dk});
   Value scoresBuf = scratch(b, loc, {c, c}),
@@ -661,22 +692,17 @@ SmallVector<Value> Products::backward(OpBuilder &b, Location loc,
         Value vTiles = transposed(nb, nl, t.v, vT);
         Value sT = transposed(nb, nl, entering, enteringT);
         Value hT = transposed(nb, nl, g, gT);
-        Value scores = lowerTriangle(nb, nl,
-                                     product(nb, nl, t.qt, {0, 2}, kTiles,
-                                             {2, 1}, zeros(nb, nl, scoresBuf)));
-        Value dScores =
-            lowerTriangle(nb, nl,
-                          product(nb, nl, t.dy, {0, 2}, vTiles, {2, 1},
-                                  zeros(nb, nl, dScoresBuf)));
+        Value scores = maskedScores(nb, nl, t.qt, kTiles, scoresBuf);
+        Value dScores = maskedScores(nb, nl, t.dy, vTiles, dScoresBuf);
         Value dqt = product(nb, nl, dScores, {0, 2}, t.kt, {2, 1},
-                            zeros(nb, nl, dqtBuf));
+                            zeros(nb, nl, dqtBuf), Triangle::LowerX);
         dqt = product(nb, nl, t.dy, {0, 2}, sT, {2, 1}, dqt);
         Value dkt = product(nb, nl, dScores, {2, 0}, t.qt, {2, 1},
-                            zeros(nb, nl, dktBuf));
+                            zeros(nb, nl, dktBuf), Triangle::LowerX);
         Value dkh =
             product(nb, nl, t.v, {0, 2}, hT, {2, 1}, zeros(nb, nl, dkhBuf));
         Value dvc = product(nb, nl, scores, {2, 0}, t.dy, {2, 1},
-                            zeros(nb, nl, dvcBuf));
+                            zeros(nb, nl, dvcBuf), Triangle::LowerX);
         dvc = product(nb, nl, t.kh, {0, 2}, g, {2, 1}, dvc);
         Value deltaG = product(nb, nl, t.qt, {2, 0}, t.dy, {2, 1},
                                zeros(nb, nl, deltaBuf));
@@ -729,23 +755,7 @@ SmallVector<Value> Products::backward(OpBuilder &b, Location loc,
             });
 
         // G entering the chunk: P[C-1] G + Q~^T dy.
-        Value next = loops(
-            nb, nl, {dk}, {g},
-            [&](OpBuilder &ib, Location il, ValueRange i, ValueRange iit) {
-              Value gl = vec.splat(ib, il, extractAt(ib, il, t.last, i));
-              return vec.over(
-                  ib, il, dv, iit,
-                  [&](OpBuilder &jb, Location jl, Value j, ValueRange jit) {
-                    SmallVector<Value> idx{i[0], j};
-                    Value h = arith::AddFOp::create(
-                        jb, jl,
-                        arith::MulFOp::create(jb, jl, gl,
-                                              vec.read(jb, jl, g, idx)),
-                        vec.read(jb, jl, deltaG, idx));
-                    return SmallVector<Value>{
-                        vec.write(jb, jl, h, jit[0], idx)};
-                  });
-            })[0];
+        Value next = decayRows(nb, nl, t.last, g, deltaG);
         return SmallVector<Value>{written[0], written[1], written[2],
                                   written[3], next};
       });

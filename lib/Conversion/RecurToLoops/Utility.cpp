@@ -66,11 +66,11 @@ Value loops::privateScratch(OpBuilder &b, Location loc, RankedTensorType type,
                                               dynamicSizes(type, sizes));
 }
 
-SmallVector<Value> loops::fmaBlock(OpBuilder &b, Location loc, Value n,
-                                   ValueRange init, int64_t rows, int64_t cols,
-                                   VectorFn x, VectorFn y) {
+SmallVector<Value> loops::fmaBlock(OpBuilder &b, Location loc, Value from,
+                                   Value n, ValueRange init, int64_t rows,
+                                   int64_t cols, VectorFn x, VectorFn y) {
   return buildLoop(
-      b, loc, indexConst(b, loc, 0), n, init,
+      b, loc, from, n, init,
       [&](OpBuilder &kb, Location kl, ValueRange k, ValueRange acc) {
         SmallVector<Value> xs, ys, out;
         for (int64_t i = 0; i < rows; ++i)

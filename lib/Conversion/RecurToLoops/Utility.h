@@ -119,13 +119,19 @@ SmallVector<Value> buildBlockedLoop(OpBuilder &b, Location loc, Value n,
                                     BlockBody body);
 
 /// One register block of a product: `acc[i * cols + c] += x(k, i) * y(k,
-/// c)` for k in [0, n), the rows x cols vectors carried in registers
+/// c)` for k in [from, n), the rows x cols vectors carried in registers
 /// (iteration arguments) through the loop over k, added with vector.fma.
 using VectorFn =
     function_ref<Value(OpBuilder &, Location, Value k, int64_t index)>;
-SmallVector<Value> fmaBlock(OpBuilder &b, Location loc, Value n,
+SmallVector<Value> fmaBlock(OpBuilder &b, Location loc, Value from, Value n,
                             ValueRange init, int64_t rows, int64_t cols,
                             VectorFn x, VectorFn y);
+/// The same for k in [0, n).
+inline SmallVector<Value> fmaBlock(OpBuilder &b, Location loc, Value n,
+                                   ValueRange init, int64_t rows, int64_t cols,
+                                   VectorFn x, VectorFn y) {
+  return fmaBlock(b, loc, indexConst(b, loc, 0), n, init, rows, cols, x, y);
+}
 /// Whether `value` is computed from the induction variable of `loop` by
 /// operations inside it (values reaching it only through block arguments
 /// inside, such as iteration arguments, do not count).
@@ -146,6 +152,18 @@ std::optional<int64_t> elementBytes(Type type);
 /// The unit attribute that tags a loop of independent iterations: each one
 /// reads the operands and writes only its own elements of the results.
 inline constexpr llvm::StringLiteral kParallelAttrName = "recur.parallel";
+
+/// What a matrix product's builder knows of its zeros, for
+/// recur-block-contractions (discardable attributes of a linalg.generic
+/// contraction): the input of this number (an integer attribute), a 2-D
+/// tensor, is zero above its diagonal (x[r, s] = 0 for s > r), so the terms
+/// it multiplies there need not be summed.
+inline constexpr llvm::StringLiteral kLowerTriangularInputAttrName =
+    "recur.lower_triangular_input";
+/// (a unit attribute): only the 2-D result's elements on and below its
+/// diagonal are read after the product; the others may hold anything.
+inline constexpr llvm::StringLiteral kLowerTriangularResultAttrName =
+    "recur.lower_triangular_result";
 
 /// A nest of loops from 0 to each of `ubs` (outermost first) threading
 /// `iterArgs`; `body` sees one induction variable per loop. With no `ubs`

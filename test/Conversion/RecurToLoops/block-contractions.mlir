@@ -308,3 +308,100 @@ func.func @static_rows(%x: tensor<16x8xf32>, %w: tensor<8x16xf32>,
   } -> tensor<16x16xf32>
   return %r : tensor<16x16xf32>
 }
+
+// -----
+
+// Products that know their zeros (attributes set by the GLA's product
+// forms). A lower triangular A read as A[i, k]: a block of rows [row, row
+// + 6) sums k up to row + 6 (at most K); read as A[k, i]: from row. A
+// result needed only where j <= i: a block of rows computes its columns
+// up to the vector holding column row + 5, rounded up to 8 (at most N).
+
+#ik = affine_map<(d0, d1, d2) -> (d0, d2)>
+#ki = affine_map<(d0, d1, d2) -> (d2, d0)>
+#kj = affine_map<(d0, d1, d2) -> (d2, d1)>
+#ij = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// CHECK-LABEL: func.func @lower_a
+// CHECK: scf.for %[[RB:.+]] = %c0{{(_[0-9]+)?}} to %c5{{(_[0-9]+)?}}
+// CHECK: %[[ROW:.+]] = arith.muli %[[RB]], %c6{{(_[0-9]+)?}}
+// CHECK: scf.for %[[COL:.+]] = %c0{{(_[0-9]+)?}} to %c32{{(_[0-9]+)?}} step %c16
+// CHECK: %[[END:.+]] = arith.addi %[[ROW]], %c6{{(_[0-9]+)?}}
+// CHECK: %[[TO:.+]] = arith.minui %c32{{(_[0-9]+)?}}, %[[END]]
+// CHECK: scf.for %{{.+}} = %c0{{(_[0-9]+)?}} to %[[TO]] step %c1
+// CHECK-COUNT-12: vector.fma
+func.func @lower_a(%a: tensor<32x32xf32>, %b: tensor<32x32xf32>,
+                   %c: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %r = linalg.generic {indexing_maps = [#ik, #kj, #ij],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<32x32xf32>, tensor<32x32xf32>)
+      outs(%c : tensor<32x32xf32>) attrs = {recur.lower_triangular_input = 0 : i64} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<32x32xf32>
+  return %r : tensor<32x32xf32>
+}
+
+// CHECK-LABEL: func.func @lower_a_transposed
+// CHECK: %[[ROW:.+]] = arith.muli %{{.+}}, %c6{{(_[0-9]+)?}}
+// CHECK: %[[FROM:.+]] = arith.minui %c32{{(_[0-9]+)?}}, %[[ROW]]
+// CHECK: scf.for %{{.+}} = %[[FROM]] to %c32{{(_[0-9]+)?}} step %c1
+// CHECK-COUNT-12: vector.fma
+func.func @lower_a_transposed(%a: tensor<32x32xf32>, %b: tensor<32x32xf32>,
+                              %c: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %r = linalg.generic {indexing_maps = [#ki, #kj, #ij],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<32x32xf32>, tensor<32x32xf32>)
+      outs(%c : tensor<32x32xf32>) attrs = {recur.lower_triangular_input = 0 : i64} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<32x32xf32>
+  return %r : tensor<32x32xf32>
+}
+
+// B lower triangular says nothing of a block's k: the whole range.
+// CHECK-LABEL: func.func @lower_b
+// CHECK-NOT: arith.minui
+// CHECK: scf.for %{{.+}} = %c0{{(_[0-9]+)?}} to %c32{{(_[0-9]+)?}} step %c1{{(_[0-9]+)?}} iter_args({{.+}}) -> (vector<8xf32>
+// CHECK-NOT: arith.minui
+// CHECK: return
+func.func @lower_b(%a: tensor<32x32xf32>, %b: tensor<32x32xf32>,
+                   %c: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %r = linalg.generic {indexing_maps = [#ik, #kj, #ij],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<32x32xf32>, tensor<32x32xf32>)
+      outs(%c : tensor<32x32xf32>) attrs = {recur.lower_triangular_input = 1 : i64} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<32x32xf32>
+  return %r : tensor<32x32xf32>
+}
+
+// CHECK-LABEL: func.func @lower_result
+// CHECK: %[[ROW:.+]] = arith.muli %{{.+}}, %c6{{(_[0-9]+)?}}
+// CHECK: %[[LAST:.+]] = arith.addi %[[ROW]], %c6{{(_[0-9]+)?}}
+// CHECK: %[[VECS:.+]] = arith.ceildivui %[[LAST]], %c8{{(_[0-9]+)?}}
+// CHECK: %[[END:.+]] = arith.muli %[[VECS]], %c8{{(_[0-9]+)?}}
+// CHECK: %[[N:.+]] = arith.minui %c32{{(_[0-9]+)?}}, %[[END]]
+// CHECK: scf.for %{{.+}} = %c0{{(_[0-9]+)?}} to %{{.+}} step %c16
+// CHECK: scf.for %{{.+}} = %c0{{(_[0-9]+)?}} to %c32{{(_[0-9]+)?}} step %c1
+// CHECK-COUNT-12: vector.fma
+func.func @lower_result(%a: tensor<32x32xf32>, %b: tensor<32x32xf32>,
+                        %c: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %r = linalg.generic {indexing_maps = [#ik, #kj, #ij],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<32x32xf32>, tensor<32x32xf32>)
+      outs(%c : tensor<32x32xf32>) attrs = {recur.lower_triangular_result} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<32x32xf32>
+  return %r : tensor<32x32xf32>
+}

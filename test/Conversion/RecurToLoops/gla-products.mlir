@@ -1,4 +1,4 @@
-// RUN: recur-opt %s --convert-recur-to-loops=gla-products --split-input-file | FileCheck %s --implicit-check-not=recur.
+// RUN: recur-opt %s --convert-recur-to-loops=gla-products --split-input-file | FileCheck %s --implicit-check-not=recur.gated_linear_attention
 
 // With gla-products, each leading index of a gla backward with real
 // decays first checks its decays against the product form's range
@@ -30,7 +30,7 @@
 // CHECK:     scf.for
 // CHECK-COUNT-4: linalg.transpose
 // CHECK:       linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "reduction"]
-// CHECK-SAME:    outs(%{{.+}} : tensor<3x3xf32>)
+// CHECK-SAME:    outs(%{{.+}} : tensor<3x3xf32>) attrs = {recur.lower_triangular_result}
 // CHECK:       linalg.index 0
 // CHECK:       linalg.index 1
 // CHECK:       arith.cmpi ule
@@ -111,10 +111,10 @@ func.func @long_chunks(%q: tensor<1x5x2xf64>, %k: tensor<1x5x2xf64>,
 // CHECK:     scf.for
 // CHECK:       linalg.transpose
 // CHECK:       %[[S:.+]] = linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "reduction"]
-// CHECK-SAME:    outs(%{{.+}} : tensor<5x5xf32>)
+// CHECK-SAME:    outs(%{{.+}} : tensor<5x5xf32>) attrs = {recur.lower_triangular_result}
 // CHECK:       arith.cmpi ule
 // CHECK:       %[[SV:.+]] = linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "reduction"]
-// CHECK-SAME:    outs(%{{.+}} : tensor<5x3xf32>)
+// CHECK-SAME:    outs(%{{.+}} : tensor<5x3xf32>) attrs = {recur.lower_triangular_input = 0 : i64}
 // CHECK:       linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "reduction"]
 // CHECK-SAME:    outs(%[[SV]] : tensor<5x3xf32>)
 // CHECK:       linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "reduction"]
