@@ -39,9 +39,10 @@ void ensurePassesRegistered() {
 /// `streamStoreBytes` or more in vectors for recur-stream-stores; a recurrent
 /// gla a thread per output column with `glaColumnThreads`; window attention
 /// by tiles of queries in register blocks with `windowTiles`; attention of
-/// static sizes as linalg products with `attentionProducts`; a gla backward
-/// of real decays as chunked products where they allow with
-/// `glaProducts`), elementwise
+/// static sizes as linalg products with `attentionProducts`; a chunked gla
+/// (and an `auto` one of a state of 32 KiB or more) and a gla backward of
+/// real decays as chunked products where they allow with `glaProducts`),
+/// elementwise
 /// glue fused on tensors,
 /// with `interchangeReductions` contractions with their contiguous output
 /// dimension innermost, after the reductions (for the CPU's vectors: a GPU

@@ -914,6 +914,28 @@ struct GlaGradCase {
 /// blocks) against the float64 definition: lengths 1, a prime, whole and
 /// partial chunks, decays down to the form's least 2^(-32 / chunk) and up
 /// to exactly 1, and a head outside the form beside one inside.
+/// Decays `[heads, T, dk]` for the product forms in chunks of c.chunk:
+/// in [least, 1] (least = 2^(-32 / chunk)), rounded up to the element type
+/// so that none falls below; every 5th the least itself, every 9th exactly
+/// 1; with c.oneSmallDecay, one decay of head 1 at a quarter of the least
+/// (that head takes the other form).
+Tensor<double> productFormDecays(Rng &rng, Dtype dt, const GlaGradCase &c,
+                                 const std::vector<int64_t> &keys) {
+  double least = std::exp2(-32.0 / static_cast<double>(c.chunk));
+  double leastUp = roundTo(dt, least);
+  if (leastUp < least)
+    leastUp = dt == Dtype::F32 ? std::nextafter(static_cast<float>(least), 2.0f)
+                               : std::nextafter(least, 2.0);
+  Tensor<double> a(keys);
+  for (size_t n = 0; n < a.data.size(); ++n)
+    a.data[n] = n % 5 == 1   ? leastUp
+                : n % 9 == 4 ? 1.0
+                             : roundTo(dt, rng.uniform(leastUp, 1.0));
+  if (c.oneSmallDecay)
+    a.data[(c.steps + c.steps / 2) * keys.back() + 3] = roundTo(dt, least / 4);
+  return a;
+}
+
 TEST(ReferenceLowering, GatedLinearAttentionGradProducts) {
   const GlaGradCase cases[] = {
       {1, 16, 12, false, false},   {7, 16, 12, true, false},
@@ -938,21 +960,7 @@ TEST(ReferenceLowering, GatedLinearAttentionGradProducts) {
       Tensor<double> q = rng.tensor(dt, keys), k = rng.tensor(dt, keys);
       Tensor<double> v = rng.tensor(dt, values), dy = rng.tensor(dt, values);
       Tensor<double> ds = rng.tensor(dt, sShape);
-      // Decays in [least, 1], rounded up to the element type so that none
-      // falls below; every 5th the least itself, every 9th exactly 1.
-      double least = std::exp2(-32.0 / static_cast<double>(c.chunk));
-      double leastUp = roundTo(dt, least);
-      if (leastUp < least)
-        leastUp = dt == Dtype::F32
-                      ? std::nextafter(static_cast<float>(least), 2.0f)
-                      : std::nextafter(least, 2.0);
-      Tensor<double> a(keys);
-      for (size_t n = 0; n < a.data.size(); ++n)
-        a.data[n] = n % 5 == 1   ? leastUp
-                    : n % 9 == 4 ? 1.0
-                                 : roundTo(dt, rng.uniform(leastUp, 1.0));
-      if (c.oneSmallDecay)
-        a.data[(c.steps + c.steps / 2) * dk + 3] = roundTo(dt, least / 4);
+      Tensor<double> a = productFormDecays(rng, dt, c, keys);
       std::optional<Tensor<double>> s0;
       if (c.withInit)
         s0 = rng.tensor(dt, sShape);
@@ -986,6 +994,84 @@ func.func @f(%q: $Q, %k: $Q, %v: $V, %a: $Q, %dy: $V, %ds: $S $INITARG)
       expectClose(op, dt, real(out[2]), ref.dv);
       expectClose(op, dt, real(out[3]), ref.da);
       expectClose(op, dt, real(out[4]), ref.dinit);
+    }
+}
+
+/// The forward's product form (convert-recur-to-loops{gla-products}, the
+/// masked products skipping their zeros in recur-block-contractions)
+/// against the float64 recurrence: chunked with decays at the form's least
+/// and exactly 1, T of 1, a partial chunk, a multiple of the chunk and a
+/// prime, dv with and without a partial vector, with and without an
+/// initial state, dynamic sizes, and one head with a decay below the least
+/// (that head takes the log-space chunks, the other the products); and
+/// `auto` on a 96 x 96 state (past 32 KiB: products in chunks of 32, the
+/// recurrence step by step for a head out of range).
+TEST(ReferenceLowering, GatedLinearAttentionProducts) {
+  struct Case {
+    GlaGradCase shape;
+    /// `auto` on a dk = dv = 96 state (shape.chunk must then be 32, shape.dv
+    /// is ignored).
+    bool autoWide = false;
+  };
+  const Case cases[] = {
+      {{1, 16, 12, false, false}},       {{7, 16, 12, true, false}},
+      {{64, 16, 16, true, false}},       {{131, 8, 12, true, false}},
+      {{131, 64, 16, false, false}},     {{40, 16, 12, true, true}},
+      {{29, 16, 16, true, false, true}}, {{40, 8, 16, false, true, true}},
+      {{37, 32, 0, true, false}, true},  {{70, 32, 0, false, true}, true},
+  };
+  const std::string before =
+      "convert-recur-to-loops{gla-products},canonicalize,cse,"
+      "recur-block-contractions";
+  Rng rng(12);
+  for (Dtype dt : kDtypes)
+    for (const Case &c : cases) {
+      const GlaGradCase &g = c.shape;
+      SCOPED_TRACE("T=" + std::to_string(g.steps) + " chunk " +
+                   std::to_string(g.chunk) + " dv " + std::to_string(g.dv) +
+                   " " + name(dt) +
+                   (g.oneSmallDecay ? " one small decay" : "") +
+                   (g.dynamicSizes ? " dynamic" : "") +
+                   (c.autoWide ? " auto 96 x 96" : ""));
+      const int64_t heads = 2, dk = c.autoWide ? 96 : 8;
+      const int64_t dv = c.autoWide ? 96 : g.dv;
+      std::vector<int64_t> keys{heads, g.steps, dk}, values{heads, g.steps, dv};
+      std::vector<int64_t> sShape{heads, dk, dv};
+      Tensor<double> q = rng.tensor(dt, keys), k = rng.tensor(dt, keys);
+      Tensor<double> v = rng.tensor(dt, values);
+      Tensor<double> a = productFormDecays(rng, dt, g, keys);
+      std::optional<Tensor<double>> s0;
+      if (g.withInit)
+        s0 = rng.tensor(dt, sShape);
+      std::string attrs =
+          c.autoWide ? ""
+                     : "{algorithm = #recur.algorithm<chunked>, chunk_size = " +
+                           std::to_string(g.chunk) + " : i64}";
+      std::string src = fill(R"mlir(
+func.func @f(%q: $Q, %k: $Q, %v: $V, %a: $Q $INITARG)
+    -> ($V, $S) attributes {llvm.emit_c_interface} {
+  %y, %s = recur.gated_linear_attention %q, %k, %v, %a $INIT $ATTRS
+      : $Q, $Q, $V, $Q
+  return %y, %s : $V, $S
+})mlir",
+                             {{"INITARG", s0 ? ", %s0: $S" : ""},
+                              {"INIT", s0 ? "init(%s0 : $S)" : ""},
+                              {"ATTRS", attrs}});
+      auto spell = [&](const std::vector<int64_t> &shape) {
+        return ty(g.dynamicSizes ? dyn(shape, {1, 2}) : shape, name(dt));
+      };
+      src = fill(
+          src,
+          {{"Q", spell(keys)}, {"V", spell(values)}, {"S", spell(sShape)}});
+      std::vector<HostTensor> args = {host(q), host(k), host(v), host(a)};
+      if (s0)
+        args.push_back(host(*s0));
+      std::vector<HostTensor> out = runLowered(src, args, before);
+      ASSERT_EQ(out.size(), 2u);
+      GlaResult<double> ref = gatedLinearAttention(q, k, v, a, s0);
+      const char *op = "gated_linear_attention (products)";
+      expectClose(op, dt, real(out[0]), ref.y);
+      expectClose(op, dt, real(out[1]), ref.state);
     }
 }
 

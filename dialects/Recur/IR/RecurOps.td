@@ -151,9 +151,11 @@ def Recur_GatedLinearAttentionOp : Recur_Op<"gated_linear_attention",
     `algorithm` chooses the evaluation: `recurrent` (the loop above),
     `chunked` (intra-chunk matmuls with decays taken in log space relative to
     the chunk start, and an inter-chunk state recurrence) or `auto` (the
-    compiler's choice: today the recurrent loop, the faster of the two
-    lowerings at every shape measured). `chunk_size` overrides the chunk
-    length of the chunked algorithm, and of the backward's recomputed chunks
+    compiler's choice: on the CPU, the chunked algorithm's matrix products
+    in chunks of 32 for real decays and a static state of at least 32 KiB
+    per leading index, the recurrent loop otherwise; on a GPU, the recurrent
+    loop). `chunk_size` overrides the chunk length of the chunked algorithm
+    (and of `auto`'s products), and of the backward's recomputed chunks
     whatever the algorithm; it is an error with `recurrent`.
 
     ```mlir

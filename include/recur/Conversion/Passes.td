@@ -25,7 +25,8 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
       of `scan` inlined).
     - `gated_linear_attention`: per leading index (one nest of independent
       iterations) the matrix state (real or complex) is kept in the state
-      result. `recurrent` and `auto` run the recurrence one step at a time,
+      result. `recurrent` and `auto` (but see `gla-products`) run the
+      recurrence one step at a time,
       the state row by row (key index outer, output column inner, so the
       inner loop runs over consecutive columns), each output summed over the
       key index in order from zero. `chunked` runs
@@ -217,7 +218,11 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "from chunk to chunk, and the decays' cotangents from the "
            "identity a da = sum (q dq - k dk) (the CPU's form; results "
            "agree with the chunks' loops and the reverse sweep to "
-           "rounding). Other indices take those">
+           "rounding). Other indices take the log-space chunks (chunked) "
+           "or the recurrence step by step (auto) forward and the reverse "
+           "sweep backward. With this option `auto` takes the product form, "
+           "in chunks of 32 unless the op names its chunk, for a static "
+           "state of at least 32 KiB per leading index">
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",

@@ -301,12 +301,18 @@ private:
           linalg::YieldOp::create(
               gb, gl, ValueRange{arith::AddFOp::create(gb, gl, args[2], p)});
         });
-    if (triangle == Triangle::LowerX)
+    switch (triangle) {
+    case Triangle::None:
+      break;
+    case Triangle::LowerX:
       generic->setDiscardableAttr(kLowerTriangularInputAttrName,
                                   b.getI64IntegerAttr(0));
-    if (triangle == Triangle::LowerResult)
+      break;
+    case Triangle::LowerResult:
       generic->setDiscardableAttr(kLowerTriangularResultAttrName,
                                   b.getUnitAttr());
+      break;
+    }
     return generic.getResult(0);
   }
 
@@ -534,7 +540,8 @@ ChunkTiles Products::tiles(OpBuilder &b, Location loc, Value n, bool withQ,
 SmallVector<Value> Products::forward(OpBuilder &b, Location loc, Value y,
                                      Value state) {
   // Every chunk's tiles and products go to these, allocated once per
-  // leading index (each chunk overwrites them whole).
+  // leading index (each chunk overwrites what it reads of them: a masked
+  // score tile only on and below its diagonal).
   ChunkTiles pool = tilePool(b, loc, /*withDy=*/false);
   Value ktT = scratch(b, loc, {dk, c});
   Value scoresBuf = scratch(b, loc, {c, c}), outBuf = scratch(b, loc, {c, dv});
@@ -591,7 +598,8 @@ SmallVector<Value> Products::backward(OpBuilder &b, Location loc,
                                       ValueRange results) {
   auto reassoc = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
   // Every chunk's tiles and products go to these, allocated once per
-  // leading index (each chunk overwrites them whole).
+  // leading index (each chunk overwrites what it reads of them: a masked
+  // score tile only on and below its diagonal).
   ChunkTiles pool = tilePool(b, loc, /*withDy=*/true);
   Value ktT = scratch(b, loc, {dk, c}), vT = scratch(b, loc, {dv, c});
   Value enteringT = scratch(b, loc, {dv, dk}), gT = scratch(b, loc, {dv, dk});

@@ -1309,17 +1309,16 @@ bool usesChunkedAlgorithm(GatedLinearAttentionOp op) {
   return op.getAlgorithm() == ScanAlgorithm::Chunked;
 }
 
-/// The largest state, in bytes, that `auto` runs step by step where the
-/// product form applies: a core's L1 data cache on the machines measured.
-/// The recurrent form reads and writes a leading index's whole state at
-/// every step, which stays in L1 up to that size; the product form does
-/// about 1.5 times the arithmetic (chunks of 32) in register-blocked
-/// products. Measured on 2 threads of this project's machine (32 KiB L1d),
-/// B = 1, T = 2048, `recur-run --repeat 9`, recurrent against chunks of 32:
-/// 64 x 64 (8 heads) 9.9 to 10.4 ms against 11.0 to 13.1, 128 x 64 (4
-/// heads) 10.7 against 10.6, 96 x 96 10.1 against 9.5, 128 x 128 (2 heads)
-/// 10.3 against 7.0.
-constexpr int64_t kGlaRecurrentStateBytes = 32 * 1024;
+/// The state, in bytes per leading index, from which `auto` takes the
+/// product form where it applies: a core's L1 data cache on the machines
+/// measured. The recurrent form reads and writes a leading index's whole
+/// state at every step, cheap while the state stays in L1; the product
+/// form does about 1.5 times the arithmetic (chunks of 32) in
+/// register-blocked products. On this project's machine (32 KiB L1d) the
+/// recurrence was faster below 32 KiB, even at 32 KiB, and slower above
+/// (bench/gla_state.recur; docs/performance.md, "What changed later on
+/// 2026-11-28").
+constexpr int64_t kGlaProductStateBytes = 32 * 1024;
 
 /// The chunk length of the product form when `auto` takes it and the op
 /// names none: 32 steps was as fast as or faster than 64 at every shape
@@ -1327,7 +1326,7 @@ constexpr int64_t kGlaRecurrentStateBytes = 32 * 1024;
 constexpr int64_t kGlaAutoProductChunk = 32;
 
 /// Whether an `auto` gla with the product form available takes it: a
-/// static state of more than kGlaRecurrentStateBytes per leading index.
+/// static state of at least kGlaProductStateBytes per leading index.
 bool prefersGlaProducts(GatedLinearAttentionOp op) {
   auto stateType = cast<RankedTensorType>(op.getState().getType());
   ArrayRef<int64_t> shape = stateType.getShape();
@@ -1336,7 +1335,7 @@ bool prefersGlaProducts(GatedLinearAttentionOp op) {
       loops::elementBytes(stateType.getElementType());
   return op.getAlgorithm() == ScanAlgorithm::Auto && bytes &&
          !ShapedType::isDynamic(dk) && !ShapedType::isDynamic(dv) &&
-         dk * dv * *bytes > kGlaRecurrentStateBytes;
+         dk * dv * *bytes >= kGlaProductStateBytes;
 }
 
 /// Writes `S_{-1}` (the `init` operand, or zero) for the leading index `lead`
@@ -1776,13 +1775,17 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
   /// The recurrent form one output column a thread (the GPU's), rather
   /// than one leading index a thread sweeping the state row by row.
   bool columnThreads;
-  /// The chunked algorithm of real decays in its product form where a
-  /// leading index's decays allow it (the CPU's; GlaProducts.cpp).
+  /// The chunked algorithm of real decays (and `auto` where
+  /// prefersGlaProducts) in its product form where a leading index's decays
+  /// allow it (the CPU's; GlaProducts.cpp).
   bool products;
 
-  // `recurrent` (and `auto` for a vector state) runs the recurrence one step
-  // at a time; `chunked` (and `auto` for a matrix state) the chunked
-  // algorithm of GlaChunks. Both compute the recurrence up to rounding.
+  // `recurrent` runs the recurrence one step at a time; `chunked` the
+  // chunked algorithm, in its product form where a leading index's decays
+  // allow it (with `products`) and otherwise the log-space chunks of
+  // GlaChunks; `auto` the product form where prefersGlaProducts and the
+  // index's decays allow it, otherwise the recurrence step by step. All
+  // compute the recurrence up to rounding.
   LogicalResult matchAndRewrite(GatedLinearAttentionOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -2311,7 +2314,8 @@ struct GatedLinearAttentionGradToLoops
       return SmallVector<Value>{swept[0], swept[1], swept[2], swept[3], out};
     };
     bool withProducts =
-        products && hasGlaProducts(op.getQ(), op.getA(), op.getChunkSize());
+        products && hasGlaProducts(op.getQ(), op.getA(),
+                                   static_cast<int64_t>(op.getChunkSize()));
     SmallVector<Value> results = buildNest(
         rewriter, loc, lead, {dqInit, dkInit, dvInit, daInit, dinitInit},
         [&](OpBuilder &b, Location l, ValueRange ld, ValueRange args) {
@@ -2319,8 +2323,8 @@ struct GatedLinearAttentionGradToLoops
             return sweep(b, l, ld, args);
           // The product form where this index's decays allow it (see
           // GlaProducts.cpp), the sweep otherwise.
-          Value apply =
-              glaProductsApply(b, l, op.getA(), op.getChunkSize(), ld);
+          Value apply = glaProductsApply(
+              b, l, op.getA(), static_cast<int64_t>(op.getChunkSize()), ld);
           auto branch = scf::IfOp::create(b, l, args.getTypes(), apply,
                                           /*withElseRegion=*/true);
           OpBuilder tb = OpBuilder::atBlockEnd(&branch.getThenRegion().front());

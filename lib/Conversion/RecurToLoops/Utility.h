@@ -160,8 +160,9 @@ inline constexpr llvm::StringLiteral kParallelAttrName = "recur.parallel";
 /// it multiplies there need not be summed.
 inline constexpr llvm::StringLiteral kLowerTriangularInputAttrName =
     "recur.lower_triangular_input";
-/// (a unit attribute): only the 2-D result's elements on and below its
-/// diagonal are read after the product; the others may hold anything.
+/// A unit attribute of such a contraction: only the 2-D result's elements
+/// on and below its diagonal are read after the product; the others may
+/// hold anything.
 inline constexpr llvm::StringLiteral kLowerTriangularResultAttrName =
     "recur.lower_triangular_result";
 

@@ -389,7 +389,9 @@ func.func @lower_b(%a: tensor<32x32xf32>, %b: tensor<32x32xf32>,
 // CHECK: %[[VECS:.+]] = arith.ceildivui %[[LAST]], %c8{{(_[0-9]+)?}}
 // CHECK: %[[END:.+]] = arith.muli %[[VECS]], %c8{{(_[0-9]+)?}}
 // CHECK: %[[N:.+]] = arith.minui %c32{{(_[0-9]+)?}}, %[[END]]
-// CHECK: scf.for %{{.+}} = %c0{{(_[0-9]+)?}} to %{{.+}} step %c16
+// CHECK: %[[NB:.+]] = arith.divui %[[N]], %c16{{(_[0-9]+)?}}
+// CHECK: %[[WB:.+]] = arith.muli %[[NB]], %c16{{(_[0-9]+)?}}
+// CHECK: scf.for %{{.+}} = %c0{{(_[0-9]+)?}} to %[[WB]] step %c16
 // CHECK: scf.for %{{.+}} = %c0{{(_[0-9]+)?}} to %c32{{(_[0-9]+)?}} step %c1
 // CHECK-COUNT-12: vector.fma
 func.func @lower_result(%a: tensor<32x32xf32>, %b: tensor<32x32xf32>,

@@ -34,6 +34,12 @@
 // CHECK:       linalg.index 0
 // CHECK:       linalg.index 1
 // CHECK:       arith.cmpi ule
+// The masked dy v^T, then the three products that read a masked tile: dq
+// (A[i, k]), dk and dv (A[k, i]).
+// CHECK:       outs(%{{.+}} : tensor<3x3xf32>) attrs = {recur.lower_triangular_result}
+// CHECK:       ins(%[[DA:.+]], %{{.+}} : tensor<3x3xf32>, tensor<3x4xf32>) outs(%{{.+}} : tensor<3x4xf32>) attrs = {recur.lower_triangular_input = 0 : i64}
+// CHECK:       ins(%[[DA]], %{{.+}} : tensor<3x3xf32>, tensor<3x4xf32>) outs(%{{.+}} : tensor<3x4xf32>) attrs = {recur.lower_triangular_input = 0 : i64}
+// CHECK:       ins(%{{.+}}, %{{.+}} : tensor<3x3xf32>, tensor<3x3xf32>) outs(%{{.+}} : tensor<3x3xf32>) attrs = {recur.lower_triangular_input = 0 : i64}
 // CHECK:   } else {
 // CHECK:     bufferization.alloc_tensor(%{{.+}}, %{{.+}}, %{{.+}}) : tensor<?x?x?xf32>
 func.func @real_decays(%q: tensor<2x7x4xf32>, %k: tensor<2x7x4xf32>,
@@ -134,10 +140,11 @@ func.func @forward_chunked(%q: tensor<2x9x4xf32>, %k: tensor<2x9x4xf32>,
 
 // -----
 
-// `auto` takes the product form, in chunks of 32 (decays from 2^(-1)), when
-// a leading index's state is larger than 32 KiB (a core's L1 data cache),
-// with the recurrence step by step (no log) for indices out of range; a
-// state of 32 KiB or less, or of dynamic size, keeps the recurrence alone.
+// `auto` takes the product form, in chunks of 32 (decays from 2^(-1)) or
+// of the op's chunk_size, when a leading index's state is 32 KiB (a core's
+// L1 data cache) or more, with the recurrence step by step (no log) for
+// indices out of range; a smaller state, one of dynamic size, or
+// `recurrent`, keeps the recurrence alone.
 
 // CHECK-LABEL: func.func @forward_auto_large
 // CHECK:   arith.constant 5.000000e-01 : f32
@@ -148,7 +155,7 @@ func.func @forward_chunked(%q: tensor<2x9x4xf32>, %k: tensor<2x9x4xf32>,
 // CHECK-NOT: math.log
 // CHECK:     arith.mulf
 // CHECK-NOT: math.log
-// CHECK:   }
+// CHECK: return
 func.func @forward_auto_large(%q: tensor<1x40x96xf32>, %k: tensor<1x40x96xf32>,
                               %v: tensor<1x40x96xf32>, %a: tensor<1x40x96xf32>)
     -> (tensor<1x40x96xf32>, tensor<1x96x96xf32>) {
@@ -158,17 +165,36 @@ func.func @forward_auto_large(%q: tensor<1x40x96xf32>, %k: tensor<1x40x96xf32>,
   return %y, %s : tensor<1x40x96xf32>, tensor<1x96x96xf32>
 }
 
-// CHECK-LABEL: func.func @forward_auto_l1
+// 64 x 64 of f64: 32 KiB, and chunks of 16 (decays from 2^(-2)).
+// CHECK-LABEL: func.func @forward_auto_l1_f64
+// CHECK:   arith.constant 2.500000e-01 : f64
+// CHECK:   scf.if %{{.+}} -> (tensor<1x40x64xf64>, tensor<1x64x64xf64>) {
+// CHECK:       linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-SAME:    outs(%{{.+}} : tensor<16x16xf64>)
+// CHECK:   } else {
+// CHECK-NOT: math.log
+// CHECK: return
+func.func @forward_auto_l1_f64(%q: tensor<1x40x64xf64>, %k: tensor<1x40x64xf64>,
+                               %v: tensor<1x40x64xf64>, %a: tensor<1x40x64xf64>)
+    -> (tensor<1x40x64xf64>, tensor<1x64x64xf64>) {
+  %y, %s = recur.gated_linear_attention %q, %k, %v, %a {chunk_size = 16 : i64}
+      : tensor<1x40x64xf64>, tensor<1x40x64xf64>, tensor<1x40x64xf64>,
+        tensor<1x40x64xf64>
+  return %y, %s : tensor<1x40x64xf64>, tensor<1x64x64xf64>
+}
+
+// 64 x 96 of f32: 24 KiB.
+// CHECK-LABEL: func.func @forward_auto_small
 // CHECK-NOT: scf.if
 // CHECK-NOT: linalg.
 // CHECK: return
-func.func @forward_auto_l1(%q: tensor<1x40x128xf32>, %k: tensor<1x40x128xf32>,
-                           %v: tensor<1x40x64xf32>, %a: tensor<1x40x128xf32>)
-    -> (tensor<1x40x64xf32>, tensor<1x128x64xf32>) {
+func.func @forward_auto_small(%q: tensor<1x40x64xf32>, %k: tensor<1x40x64xf32>,
+                              %v: tensor<1x40x96xf32>, %a: tensor<1x40x64xf32>)
+    -> (tensor<1x40x96xf32>, tensor<1x64x96xf32>) {
   %y, %s = recur.gated_linear_attention %q, %k, %v, %a
-      : tensor<1x40x128xf32>, tensor<1x40x128xf32>, tensor<1x40x64xf32>,
-        tensor<1x40x128xf32>
-  return %y, %s : tensor<1x40x64xf32>, tensor<1x128x64xf32>
+      : tensor<1x40x64xf32>, tensor<1x40x64xf32>, tensor<1x40x96xf32>,
+        tensor<1x40x64xf32>
+  return %y, %s : tensor<1x40x96xf32>, tensor<1x64x96xf32>
 }
 
 // CHECK-LABEL: func.func @forward_auto_dynamic
@@ -182,6 +208,22 @@ func.func @forward_auto_dynamic(%q: tensor<1x40x?xf32>, %k: tensor<1x40x?xf32>,
       : tensor<1x40x?xf32>, tensor<1x40x?xf32>, tensor<1x40x?xf32>,
         tensor<1x40x?xf32>
   return %y, %s : tensor<1x40x?xf32>, tensor<1x?x?xf32>
+}
+
+// CHECK-LABEL: func.func @forward_recurrent_large
+// CHECK-NOT: scf.if
+// CHECK-NOT: linalg.
+// CHECK: return
+func.func @forward_recurrent_large(%q: tensor<1x40x96xf32>,
+                                   %k: tensor<1x40x96xf32>,
+                                   %v: tensor<1x40x96xf32>,
+                                   %a: tensor<1x40x96xf32>)
+    -> (tensor<1x40x96xf32>, tensor<1x96x96xf32>) {
+  %y, %s = recur.gated_linear_attention %q, %k, %v, %a
+      {algorithm = #recur.algorithm<recurrent>}
+      : tensor<1x40x96xf32>, tensor<1x40x96xf32>, tensor<1x40x96xf32>,
+        tensor<1x40x96xf32>
+  return %y, %s : tensor<1x40x96xf32>, tensor<1x96x96xf32>
 }
 
 // -----
