@@ -914,6 +914,13 @@ struct GlaGradCase {
 /// blocks) against the float64 definition: lengths 1, a prime, whole and
 /// partial chunks, decays down to the form's least 2^(-32 / chunk) and up
 /// to exactly 1, and a head outside the form beside one inside.
+/// The passes before the lowering of the GLA product-form tests: the
+/// product forms, then their contractions in register blocks (the masked
+/// ones skipping their zeros).
+const char *const kGlaProductsPipeline =
+    "convert-recur-to-loops{gla-products},canonicalize,cse,"
+    "recur-block-contractions";
+
 /// Decays `[heads, T, dk]` for the product forms in chunks of c.chunk:
 /// in [least, 1] (least = 2^(-32 / chunk)), rounded up to the element type
 /// so that none falls below; every 5th the least itself, every 9th exactly
@@ -943,9 +950,6 @@ TEST(ReferenceLowering, GatedLinearAttentionGradProducts) {
       {131, 64, 16, false, false}, {40, 16, 12, true, true},
       {40, 8, 16, false, true},    {29, 16, 16, true, false, true},
   };
-  const std::string before =
-      "convert-recur-to-loops{gla-products},canonicalize,cse,"
-      "recur-block-contractions";
   Rng rng(11);
   for (Dtype dt : kDtypes)
     for (const GlaGradCase &c : cases) {
@@ -985,7 +989,7 @@ func.func @f(%q: $Q, %k: $Q, %v: $V, %a: $Q, %dy: $V, %ds: $S $INITARG)
                                       host(a), host(dy), host(ds)};
       if (s0)
         args.push_back(host(*s0));
-      std::vector<HostTensor> out = runLowered(src, args, before);
+      std::vector<HostTensor> out = runLowered(src, args, kGlaProductsPipeline);
       ASSERT_EQ(out.size(), 5u);
       GlaGrads ref = glaGradReference(q, k, v, a, dy, ds, s0);
       const char *op = "gated_linear_attention_grad (products)";
@@ -1020,9 +1024,6 @@ TEST(ReferenceLowering, GatedLinearAttentionProducts) {
       {{29, 16, 16, true, false, true}}, {{40, 8, 16, false, true, true}},
       {{37, 32, 0, true, false}, true},  {{70, 32, 0, false, true}, true},
   };
-  const std::string before =
-      "convert-recur-to-loops{gla-products},canonicalize,cse,"
-      "recur-block-contractions";
   Rng rng(12);
   for (Dtype dt : kDtypes)
     for (const Case &c : cases) {
@@ -1066,7 +1067,7 @@ func.func @f(%q: $Q, %k: $Q, %v: $V, %a: $Q $INITARG)
       std::vector<HostTensor> args = {host(q), host(k), host(v), host(a)};
       if (s0)
         args.push_back(host(*s0));
-      std::vector<HostTensor> out = runLowered(src, args, before);
+      std::vector<HostTensor> out = runLowered(src, args, kGlaProductsPipeline);
       ASSERT_EQ(out.size(), 2u);
       GlaResult<double> ref = gatedLinearAttention(q, k, v, a, s0);
       const char *op = "gated_linear_attention (products)";
