@@ -13,13 +13,21 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/OpenMP/OpenMPDialect.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Rewrite/FrozenRewritePatternSet.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/IR/IRBuilder.h"
@@ -28,7 +36,9 @@
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/xxhash.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
@@ -181,14 +191,313 @@ LogicalResult mlir::recur::exportLayerEntries(ModuleOp module,
   return success();
 }
 
-FailureOr<std::unique_ptr<llvm::Module>>
-mlir::recur::lowerToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
-                           const CpuPipelineOptions &options) {
-  SmallVector<std::string> layers = layerFunctionNames(module);
+namespace {
+
+/// A kernel: an internal function around an OpenMP parallel region (the
+/// functions recur-outline-parallel makes; the layer functions are external
+/// until their entries are exported).
+bool isKernel(LLVM::LLVMFuncOp func) {
+  return !func.isExternal() && func.getLinkage() == LLVM::Linkage::Internal &&
+         func.walk([](omp::ParallelOp) { return WalkResult::interrupt(); })
+             .wasInterrupted();
+}
+
+/// Adds to `needed` the module-level operations `root` refers to, directly
+/// or through the ones it adds; fails where a reference cannot be known.
+LogicalResult collectReferenced(Operation *root, SymbolTable &symbols,
+                                SmallPtrSetImpl<Operation *> &needed) {
+  SmallVector<Operation *> work{root};
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    for (Region &region : op->getRegions()) {
+      std::optional<SymbolTable::UseRange> uses =
+          SymbolTable::getSymbolUses(&region);
+      if (!uses)
+        return failure();
+      for (const SymbolTable::SymbolUse &use : *uses) {
+        Operation *target =
+            symbols.lookup(use.getSymbolRef().getRootReference());
+        if (!target)
+          return failure();
+        if (needed.insert(target).second)
+          work.push_back(target);
+      }
+    }
+  }
+  return success();
+}
+
+/// The name of a kernel's code: a hash of `text` (its module printed with
+/// the kernel under a fixed name, and the target).
+std::string kernelCodeName(StringRef text) {
+  llvm::XXH128_hash_t hash =
+      llvm::xxh3_128bits(llvm::arrayRefFromStringRef(text));
+  std::string symbol;
+  llvm::raw_string_ostream os(symbol);
+  os << "__recur_kernel_" << llvm::format_hex_no_prefix(hash.high64, 16)
+     << llvm::format_hex_no_prefix(hash.low64, 16);
+  return symbol;
+}
+
+/// `text`, the assembly of one kernel's module, ready to join a layer
+/// object's: its local labels (.L...) prefixed with `symbol` so that they
+/// are its own, and no .file or .ident of its own.
+std::string ownLabels(StringRef text, StringRef symbol) {
+  auto isNameChar = [](char c) {
+    return llvm::isAlnum(c) || c == '_' || c == '.' || c == '$' || c == '@';
+  };
+  std::string out;
+  out.reserve(text.size() + text.size() / 4);
+  while (!text.empty()) {
+    auto [line, rest] = text.split('\n');
+    text = rest;
+    StringRef directive = line.ltrim();
+    if (directive.starts_with(".file") || directive.starts_with(".ident"))
+      continue;
+    bool quoted = false;
+    for (size_t i = 0; i < line.size(); ++i) {
+      char c = line[i];
+      if (c == '"' && (i == 0 || line[i - 1] != '\\'))
+        quoted = !quoted;
+      out += c;
+      if (!quoted && c == '.' && i + 1 < line.size() && line[i + 1] == 'L' &&
+          (i == 0 || !isNameChar(line[i - 1]))) {
+        out += 'L';
+        out += symbol;
+        out += '_';
+        ++i;
+      }
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+/// The function `call` calls by name, or null.
+FlatSymbolRefAttr directCallee(CallOpInterface call) {
+  return dyn_cast_if_present<FlatSymbolRefAttr>(
+      dyn_cast<SymbolRefAttr>(call.getCallableForCallee()));
+}
+
+/// The kernels of `module` that nothing but calls refers to (those
+/// copyCpuKernels can copy and declareCpuKernels declare apart).
+SmallVector<LLVM::LLVMFuncOp> calledKernels(ModuleOp module) {
+  SmallVector<LLVM::LLVMFuncOp> kernels;
+  llvm::DenseSet<StringAttr> called;
+  for (auto func : module.getOps<LLVM::LLVMFuncOp>())
+    if (isKernel(func)) {
+      kernels.push_back(func);
+      called.insert(func.getSymNameAttr());
+    }
+  std::optional<SymbolTable::UseRange> uses =
+      SymbolTable::getSymbolUses(&module.getBodyRegion());
+  if (!uses)
+    return {};
+  for (const SymbolTable::SymbolUse &use : *uses)
+    if (!isa<CallOpInterface>(use.getUser()))
+      called.erase(use.getSymbolRef().getRootReference());
+  llvm::erase_if(kernels, [&](LLVM::LLVMFuncOp func) {
+    return !called.contains(func.getSymNameAttr());
+  });
+  return kernels;
+}
+
+/// A value a kernel may make itself: the result of an operation with no
+/// operands, no regions and no effects (a constant, zero, undef).
+Operation *constantSource(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (def && def->getNumOperands() == 0 && def->getNumRegions() == 0 &&
+      def->getNumResults() == 1 && isMemoryEffectFree(def))
+    return def;
+  return nullptr;
+}
+
+/// What `value` is when it is a field read back from an aggregate built of
+/// insertions (a memref descriptor the host assembles for a call): the
+/// value inserted there, else `value`.
+Value insertedSource(Value value) {
+  auto extract = value.getDefiningOp<LLVM::ExtractValueOp>();
+  if (!extract)
+    return value;
+  ArrayRef<int64_t> position = extract.getPosition();
+  Value container = extract.getContainer();
+  while (auto insert = container.getDefiningOp<LLVM::InsertValueOp>()) {
+    ArrayRef<int64_t> at = insert.getPosition();
+    if (at == position)
+      return insertedSource(insert.getValue());
+    size_t common = std::min(at.size(), position.size());
+    if (at.take_front(common) == position.take_front(common))
+      return value;
+    container = insert.getContainer();
+  }
+  return value;
+}
+
+/// Each kernel with the arguments that every call passes the same constant
+/// made inside it instead, without the arguments it never reads (the fields
+/// of a memref descriptor that its static shape makes constant, mostly),
+/// its calls to match, and marked as never unwinding. LLVM does the same
+/// (IPSCCP, dead argument elimination, function attributes) for a kernel it
+/// sees with its callers; a kernel compiled apart is a declaration to them.
+void tidyKernels(ModuleOp module) {
+  SmallVector<LLVM::LLVMFuncOp> kernels = calledKernels(module);
+  if (kernels.empty())
+    return;
+  // Their calls (a kernel called otherwise keeps its arguments).
+  DenseMap<StringAttr, SmallVector<LLVM::CallOp>> calls;
+  llvm::DenseSet<StringAttr> otherwise;
+  for (LLVM::LLVMFuncOp func : kernels)
+    calls[func.getSymNameAttr()];
+  module.walk([&](CallOpInterface call) {
+    FlatSymbolRefAttr callee = directCallee(call);
+    if (!callee)
+      return;
+    auto it = calls.find(callee.getAttr());
+    if (it == calls.end())
+      return;
+    if (auto llvmCall = dyn_cast<LLVM::CallOp>(*call))
+      it->second.push_back(llvmCall);
+    else
+      otherwise.insert(callee.getAttr());
+  });
+  for (LLVM::LLVMFuncOp func : kernels) {
+    func.setNoUnwind(true);
+    SmallVector<LLVM::CallOp> &sites = calls[func.getSymNameAttr()];
+    if (sites.empty() || otherwise.contains(func.getSymNameAttr()))
+      continue;
+    OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
+    for (BlockArgument argument : func.getArguments()) {
+      if (argument.use_empty())
+        continue;
+      unsigned i = argument.getArgNumber();
+      Operation *first =
+          constantSource(insertedSource(sites.front().getArgOperands()[i]));
+      if (!first || !llvm::all_of(sites, [&](LLVM::CallOp call) {
+            Operation *other =
+                constantSource(insertedSource(call.getArgOperands()[i]));
+            return other &&
+                   OperationEquivalence::isEquivalentTo(
+                       first, other, OperationEquivalence::IgnoreLocations);
+          }))
+        continue;
+      argument.replaceAllUsesWith(b.clone(*first)->getResult(0));
+    }
+    // Folded (a descriptor's fields read back where they were inserted)
+    // and dead code gone, so that what the body never reads is unused.
+    GreedyRewriteConfig config;
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    (void)applyPatternsGreedily(func.getBody(), FrozenRewritePatternSet(),
+                                config);
+    llvm::BitVector dead(func.getNumArguments());
+    for (BlockArgument argument : func.getArguments())
+      dead[argument.getArgNumber()] = argument.use_empty();
+    if (dead.none())
+      continue;
+    LLVM::LLVMFunctionType type = func.getFunctionType();
+    SmallVector<Type> kept;
+    for (auto [i, param] : llvm::enumerate(type.getParams()))
+      if (!dead[i])
+        kept.push_back(param);
+    function_interface_impl::eraseFunctionArguments(
+        func, dead,
+        LLVM::LLVMFunctionType::get(type.getReturnType(), kept,
+                                    type.isVarArg()));
+    for (LLVM::CallOp call : sites) {
+      MutableOperandRange arguments = call.getCalleeOperandsMutable();
+      for (int i = dead.size() - 1; i >= 0; --i)
+        if (dead[i])
+          arguments.erase(i);
+    }
+  }
+}
+
+} // namespace
+
+LogicalResult
+mlir::recur::runCpuLoweringPipeline(ModuleOp module,
+                                    const CpuPipelineOptions &options) {
   PassManager pm(module->getContext());
   buildCpuLoweringPipeline(pm, options);
   if (failed(pm.run(module)))
     return failure();
+  tidyKernels(module);
+  return success();
+}
+
+SmallVector<CpuKernel> mlir::recur::copyCpuKernels(ModuleOp module,
+                                                   StringRef salt) {
+  SmallVector<CpuKernel> kernels;
+  SymbolTable symbols(module);
+  for (LLVM::LLVMFuncOp func : calledKernels(module)) {
+    SmallPtrSet<Operation *, 8> needed;
+    needed.insert(func);
+    if (failed(collectReferenced(func, symbols, needed)))
+      continue;
+    // The kernel's module: what it needs, in the layer module's order.
+    OwningOpRef<ModuleOp> own = ModuleOp::create(func.getLoc());
+    OpBuilder b = OpBuilder::atBlockEnd(own->getBody());
+    LLVM::LLVMFuncOp copy;
+    for (Operation &op : module.getBody()->getOperations())
+      if (needed.contains(&op)) {
+        Operation *clone = b.clone(op);
+        if (&op == func.getOperation())
+          copy = cast<LLVM::LLVMFuncOp>(clone);
+      }
+    copy.setSymName("__recur_kernel");
+    copy.setLinkage(LLVM::Linkage::External);
+    copy->removeAttr(copy.getPassthroughAttrName());
+    std::string text;
+    {
+      llvm::raw_string_ostream os(text);
+      own->print(os);
+      os << salt;
+    }
+    std::string symbol = kernelCodeName(text);
+    copy.setSymName(symbol);
+    kernels.push_back({func.getSymName().str(), symbol, std::move(own)});
+  }
+  return kernels;
+}
+
+void mlir::recur::declareCpuKernels(ModuleOp module,
+                                    ArrayRef<const CpuKernel *> kernels) {
+  MLIRContext *context = module.getContext();
+  SymbolTable symbols(module);
+  DenseMap<StringAttr, FlatSymbolRefAttr> renamed;
+  for (const CpuKernel *kernel : kernels) {
+    auto func = symbols.lookup<LLVM::LLVMFuncOp>(kernel->function);
+    if (!func)
+      continue;
+    renamed[func.getSymNameAttr()] =
+        FlatSymbolRefAttr::get(context, kernel->symbol);
+    symbols.remove(func);
+    // One declaration for equal kernels.
+    if (symbols.lookup(kernel->symbol)) {
+      func.erase();
+      continue;
+    }
+    func.getBody().dropAllReferences();
+    func.getBody().getBlocks().clear();
+    func.setSymName(kernel->symbol);
+    func.setLinkage(LLVM::Linkage::External);
+    func.setVisibility_(LLVM::Visibility::Hidden);
+    func->removeAttr(func.getPassthroughAttrName());
+    symbols.insert(func);
+  }
+  if (renamed.empty())
+    return;
+  module.walk([&](CallOpInterface call) {
+    FlatSymbolRefAttr callee = directCallee(call);
+    if (!callee)
+      return;
+    auto it = renamed.find(callee.getAttr());
+    if (it != renamed.end())
+      call.setCalleeFromCallable(it->second);
+  });
+}
+
+FailureOr<std::unique_ptr<llvm::Module>> mlir::recur::translateLayersToLLVMIR(
+    ModuleOp module, ArrayRef<std::string> layers, llvm::LLVMContext &context) {
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, context, "recur");
   if (!llvmModule)
@@ -199,10 +508,60 @@ mlir::recur::lowerToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
   return llvmModule;
 }
 
+FailureOr<std::unique_ptr<llvm::Module>>
+mlir::recur::lowerToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
+                           const CpuPipelineOptions &options) {
+  SmallVector<std::string> layers = layerFunctionNames(module);
+  if (failed(runCpuLoweringPipeline(module, options)))
+    return failure();
+  return translateLayersToLLVMIR(module, layers, context);
+}
+
+llvm::Expected<std::string>
+mlir::recur::compileCpuKernel(const CpuKernel &kernel,
+                              llvm::TargetMachine &machine, unsigned optLevel) {
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> module =
+      translateModuleToLLVMIR(kernel.module.get(), context, "recur");
+  if (!module)
+    return llvm::createStringError("cannot translate kernel " + kernel.symbol +
+                                   " to LLVM IR");
+  llvm::Function *entry = module->getFunction(kernel.symbol);
+  if (!entry)
+    return llvm::createStringError("kernel " + kernel.symbol +
+                                   " is missing after translation");
+  // One copy per program: equal names are equal kernels.
+  entry->setLinkage(llvm::GlobalValue::WeakODRLinkage);
+  entry->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  // The rest is the kernel's own: local symbols, named after it where they
+  // have names (a layer object has several kernels).
+  for (llvm::GlobalValue &value : module->global_values()) {
+    if (value.isDeclaration() || &value == entry ||
+        value.getName().starts_with("llvm.") || value.hasPrivateLinkage())
+      continue;
+    value.setLinkage(llvm::GlobalValue::InternalLinkage);
+    if (!value.getName().starts_with(kernel.symbol))
+      value.setName(kernel.symbol + "." + value.getName());
+  }
+  optimizeModule(*module, machine, optLevel);
+  SmallString<0> text;
+  {
+    llvm::raw_svector_ostream os(text);
+    llvm::legacy::PassManager pm;
+    if (machine.addPassesToEmitFile(pm, os, nullptr,
+                                    llvm::CodeGenFileType::AssemblyFile))
+      return llvm::createStringError("the target cannot emit assembly");
+    pm.run(*module);
+  }
+  return ownLabels(text, kernel.symbol);
+}
+
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 mlir::recur::createCpuTargetMachine(const CpuTargetOptions &options) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
+  // Layer objects take their kernels as module-level assembly.
+  llvm::InitializeNativeTargetAsmParser();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string error;
   const llvm::Target *target =

@@ -33,6 +33,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
@@ -136,15 +137,17 @@ cl::list<std::string>
 cl::opt<bool> timePhases(
     "time-phases",
     cl::desc("Print how long each layer's compile phases took (lowering to "
-             "LLVM IR, LLVM's optimizer, code generation) to stderr"),
+             "LLVM IR, LLVM's optimizer, code generation), and the kernels "
+             "that layers share (compiled once each), to stderr"),
     cl::cat(recurcCategory));
 
 cl::opt<unsigned> jobs(
     "j",
     cl::desc("Compile up to <n> layers at once, each on a thread of its own "
              "(also --jobs=<n>; default 0: as many as the machine has "
-             "hardware threads; 1: one after another; the CPU target only). "
-             "The output is the same"),
+             "hardware threads; 1: one after another; the CPU target only; "
+             "the kernels layers share are compiled once each, on as many "
+             "threads). The output is the same"),
     cl::value_desc("n"), cl::init(0), cl::Prefix, cl::cat(recurcCategory));
 cl::alias jobsLong("jobs", cl::desc("Alias for -j"), cl::aliasopt(jobs),
                    cl::cat(recurcCategory));
@@ -279,91 +282,240 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
     return timePhases ? timers[3 * i + phase].get() : nullptr;
   };
 
-  // Each module to LLVM IR, optimized, to object code (or LLVM IR text) in
-  // `layers[i]`; a failure of LLVM's (a message) in `errors[i]`, one of the
-  // lowering's reported as a diagnostic.
-  std::vector<CompiledLayer> layers(modules.size());
-  std::vector<std::string> errors(modules.size());
-  auto compileModule = [&](size_t i, llvm::TargetMachine &machine) {
-    mlir::ModuleOp module = *modules[i];
-    llvm::LLVMContext llvmContext;
-    FailureOr<std::unique_ptr<llvm::Module>> llvmModule = failure();
-    std::optional<TimeRegion> lowering(std::in_place, timed(i, 0));
-    if (cuda) {
-      auto lowered = mlir::recur::lowerToCuda(module, llvmContext, *cuda,
-                                              /*assemble=*/true);
-      if (succeeded(lowered))
-        llvmModule = std::move(lowered->host);
-    } else {
-      llvmModule =
-          mlir::recur::lowerToLLVMIR(module, llvmContext, pipelineOptions);
-    }
-    lowering.reset();
-    if (failed(llvmModule))
-      return failure();
-    {
-      TimeRegion region(timed(i, 1));
-      mlir::recur::optimizeModule(**llvmModule, machine, options.optLevel);
-    }
-    CompiledLayer &layer = layers[i];
-    TimeRegion codegen(timed(i, 2));
-    raw_svector_ostream os(layer.object);
-    if (emit == Emit::LLVM) {
-      (*llvmModule)->print(os, nullptr);
-    } else if (Error e =
-                   mlir::recur::emitObjectFile(**llvmModule, machine, os)) {
-      errors[i] = toString(std::move(e));
-      return failure();
-    }
-    if (perLayer) {
-      layer.signature = signatures[i];
-      layer.header =
-          mlir::recur::emitLayerHeader(signatures[i], sourceName(), targetName);
-    }
-    return success();
-  };
-
-  // Layers compile side by side on the CPU (each its own module, LLVM
-  // context and target machine; the MLIR context is shared, its dialects
-  // loaded first). The CUDA path runs the toolkit's tools and stays
-  // sequential.
+  // Up to `threads` tasks at once (each with its own LLVM context and
+  // target machine; the MLIR context is shared, its dialects loaded first).
+  // The CUDA path runs the toolkit's tools and stays sequential.
   unsigned threads = std::min<size_t>(
       jobs ? jobs.getValue()
            : llvm::hardware_concurrency().compute_thread_count(),
-      modules.size());
+      std::max<size_t>(modules.size(), 1));
   if (cuda)
     threads = 1;
-  bool failedAny = false;
-  if (threads <= 1) {
-    for (size_t i = 0; i < modules.size() && !failedAny; ++i)
-      failedAny = failed(compileModule(i, **machine));
-  } else {
+  else if (threads > 1)
     loadPipelineDialects(context, pipelineOptions);
-    std::vector<std::unique_ptr<llvm::TargetMachine>> machines;
-    for (size_t i = 0; i < modules.size(); ++i) {
-      auto one = mlir::recur::createCpuTargetMachine(options);
-      if (!one)
-        return fail(toString(one.takeError()));
-      machines.push_back(std::move(*one));
+  // Runs task(i) for every i < n, on up to `threads` threads, the
+  // diagnostics in the order of i; true when every task succeeded.
+  auto forEach = [&](size_t n, function_ref<LogicalResult(size_t)> task) {
+    if (std::min<size_t>(threads, n) <= 1) {
+      for (size_t i = 0; i < n; ++i)
+        if (failed(task(i)))
+          return false;
+      return true;
     }
-    std::vector<char> ok(modules.size(), 0);
+    std::vector<char> ok(n, 0);
+    mlir::ParallelDiagnosticHandler handler(&context);
+    llvm::StdThreadPool pool(
+        llvm::hardware_concurrency(std::min<size_t>(threads, n)));
+    for (size_t i = 0; i < n; ++i)
+      pool.async([&, i] {
+        handler.setOrderIDForThread(i);
+        ok[i] = succeeded(task(i));
+        handler.eraseOrderIDForThread();
+      });
+    pool.wait();
+    return !llvm::is_contained(ok, 0);
+  };
+
+  // A failure of LLVM's (a message) in `errors[i]`, one of the lowering's
+  // reported as a diagnostic.
+  std::vector<CompiledLayer> layers(modules.size());
+  std::vector<std::string> errors(modules.size());
+  auto newMachine =
+      [&](std::string &error) -> std::unique_ptr<llvm::TargetMachine> {
+    auto one = mlir::recur::createCpuTargetMachine(options);
+    if (!one) {
+      error = toString(one.takeError());
+      return nullptr;
+    }
+    return std::move(*one);
+  };
+  bool succeededAll;
+  if (perLayer && !cuda) {
+    // Per-layer objects that share kernels: each layer lowered on its own;
+    // the kernels that several layers have (a variant's token path, the
+    // backward's recomputed forward nests) compiled once each, apart, to
+    // assembly; each layer's object its host code and own kernels with
+    // the assembly of the shared ones it calls.
+    struct Host {
+      SmallVector<std::string> layers;
+      SmallVector<mlir::recur::CpuKernel> kernels;
+      std::unique_ptr<llvm::LLVMContext> context;
+      std::unique_ptr<llvm::Module> module;
+      SmallVector<size_t> shared;
+    };
+    std::vector<Host> hosts(modules.size());
+    // Kernels of equal names are equal kernels: their code, and the target
+    // they are compiled for.
+    std::string salt =
+        ((*machine)->getTargetTriple().str() + " " +
+         (*machine)->getTargetCPU() + " " +
+         (*machine)->getTargetFeatureString() + " -O" + Twine(options.optLevel))
+            .str();
+    succeededAll = forEach(modules.size(), [&](size_t i) -> LogicalResult {
+      TimeRegion region(timed(i, 0));
+      Host &host = hosts[i];
+      host.layers = mlir::recur::layerFunctionNames(*modules[i]);
+      if (failed(mlir::recur::runCpuLoweringPipeline(*modules[i],
+                                                     pipelineOptions)))
+        return failure();
+      host.kernels = mlir::recur::copyCpuKernels(*modules[i], salt);
+      return success();
+    });
+    if (!succeededAll)
+      return EXIT_FAILURE;
+
+    // The kernels more than one layer calls, each once.
+    StringMap<unsigned> callers;
+    for (Host &host : hosts)
+      for (const mlir::recur::CpuKernel &kernel : host.kernels)
+        ++callers[kernel.symbol];
+    StringMap<size_t> index;
+    std::vector<const mlir::recur::CpuKernel *> distinct;
+    size_t calls = 0;
+    for (Host &host : hosts)
+      for (const mlir::recur::CpuKernel &kernel : host.kernels) {
+        if (callers[kernel.symbol] < 2)
+          continue;
+        auto [it, fresh] = index.try_emplace(kernel.symbol, distinct.size());
+        if (fresh)
+          distinct.push_back(&kernel);
+        ++calls;
+        // A layer's equal kernels (which the outlining did not merge) are
+        // one.
+        if (!llvm::is_contained(host.shared, it->second))
+          host.shared.push_back(it->second);
+      }
+
+    succeededAll = forEach(modules.size(), [&](size_t i) -> LogicalResult {
+      std::unique_ptr<llvm::TargetMachine> machine = newMachine(errors[i]);
+      if (!machine)
+        return failure();
+      Host &host = hosts[i];
+      host.context = std::make_unique<llvm::LLVMContext>();
+      {
+        TimeRegion region(timed(i, 0));
+        SmallVector<const mlir::recur::CpuKernel *> apart;
+        for (const mlir::recur::CpuKernel &kernel : host.kernels)
+          if (index.count(kernel.symbol))
+            apart.push_back(&kernel);
+        mlir::recur::declareCpuKernels(*modules[i], apart);
+        auto lowered = mlir::recur::translateLayersToLLVMIR(
+            *modules[i], host.layers, *host.context);
+        if (failed(lowered))
+          return failure();
+        host.module = std::move(*lowered);
+      }
+      TimeRegion region(timed(i, 1));
+      mlir::recur::optimizeModule(*host.module, *machine, options.optLevel);
+      return success();
+    });
+    if (!succeededAll)
+      return errors.front().empty() ? EXIT_FAILURE : fail(errors.front());
+
+    std::vector<std::string> assembly(distinct.size());
+    std::vector<std::string> kernelErrors(distinct.size());
     {
-      mlir::ParallelDiagnosticHandler handler(&context);
-      llvm::StdThreadPool pool(llvm::hardware_concurrency(threads));
-      for (size_t i = 0; i < modules.size(); ++i)
-        pool.async([&, i] {
-          handler.setOrderIDForThread(i);
-          ok[i] = succeeded(compileModule(i, *machines[i]));
-          handler.eraseOrderIDForThread();
-        });
-      pool.wait();
+      std::unique_ptr<Timer> timer;
+      if (timePhases && !distinct.empty())
+        timer = std::make_unique<Timer>(
+            "kernels",
+            ("kernels shared by layers (" + Twine(distinct.size()) + " for " +
+             Twine(calls) + " calls): LLVM optimizer and code generation")
+                .str(),
+            phaseTimers);
+      TimeRegion region(timer.get());
+      succeededAll = forEach(distinct.size(), [&](size_t j) -> LogicalResult {
+        std::unique_ptr<llvm::TargetMachine> machine =
+            newMachine(kernelErrors[j]);
+        if (!machine)
+          return failure();
+        auto text = mlir::recur::compileCpuKernel(*distinct[j], *machine,
+                                                  options.optLevel);
+        if (!text) {
+          kernelErrors[j] = toString(text.takeError());
+          return failure();
+        }
+        assembly[j] = std::move(*text);
+        return success();
+      });
+      timers.push_back(std::move(timer));
     }
-    failedAny = llvm::is_contained(ok, 0);
+    for (const std::string &error : kernelErrors)
+      if (!error.empty())
+        return fail(error);
+    if (!succeededAll)
+      return EXIT_FAILURE;
+
+    succeededAll = forEach(modules.size(), [&](size_t i) -> LogicalResult {
+      std::unique_ptr<llvm::TargetMachine> machine = newMachine(errors[i]);
+      if (!machine)
+        return failure();
+      Host &host = hosts[i];
+      std::string text;
+      for (size_t j : host.shared)
+        text += assembly[j];
+      host.module->setModuleInlineAsm(text);
+      CompiledLayer &layer = layers[i];
+      TimeRegion codegen(timed(i, 2));
+      raw_svector_ostream os(layer.object);
+      if (Error e = mlir::recur::emitObjectFile(*host.module, *machine, os)) {
+        errors[i] = toString(std::move(e));
+        return failure();
+      }
+      layer.signature = signatures[i];
+      layer.header =
+          mlir::recur::emitLayerHeader(signatures[i], sourceName(), targetName);
+      return success();
+    });
+  } else {
+    // Each module to LLVM IR, optimized, to object code (or LLVM IR text)
+    // in `layers[i]`.
+    succeededAll = forEach(modules.size(), [&](size_t i) -> LogicalResult {
+      std::unique_ptr<llvm::TargetMachine> machine = newMachine(errors[i]);
+      if (!machine)
+        return failure();
+      mlir::ModuleOp module = *modules[i];
+      llvm::LLVMContext llvmContext;
+      FailureOr<std::unique_ptr<llvm::Module>> llvmModule = failure();
+      std::optional<TimeRegion> lowering(std::in_place, timed(i, 0));
+      if (cuda) {
+        auto lowered = mlir::recur::lowerToCuda(module, llvmContext, *cuda,
+                                                /*assemble=*/true);
+        if (succeeded(lowered))
+          llvmModule = std::move(lowered->host);
+      } else {
+        llvmModule =
+            mlir::recur::lowerToLLVMIR(module, llvmContext, pipelineOptions);
+      }
+      lowering.reset();
+      if (failed(llvmModule))
+        return failure();
+      {
+        TimeRegion region(timed(i, 1));
+        mlir::recur::optimizeModule(**llvmModule, *machine, options.optLevel);
+      }
+      CompiledLayer &layer = layers[i];
+      TimeRegion codegen(timed(i, 2));
+      raw_svector_ostream os(layer.object);
+      if (emit == Emit::LLVM) {
+        (*llvmModule)->print(os, nullptr);
+      } else if (Error e =
+                     mlir::recur::emitObjectFile(**llvmModule, *machine, os)) {
+        errors[i] = toString(std::move(e));
+        return failure();
+      }
+      if (perLayer) {
+        layer.signature = signatures[i];
+        layer.header = mlir::recur::emitLayerHeader(signatures[i], sourceName(),
+                                                    targetName);
+      }
+      return success();
+    });
   }
   for (const std::string &error : errors)
     if (!error.empty())
       return fail(error);
-  if (failedAny)
+  if (!succeededAll)
     return EXIT_FAILURE;
 
   if (!perLayer)

@@ -55,6 +55,49 @@ FailureOr<std::unique_ptr<llvm::Module>>
 lowerToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
               const CpuPipelineOptions &options = {});
 
+/// lowerToLLVMIR's first half: the CPU pipeline, run on `module` in place.
+LogicalResult runCpuLoweringPipeline(ModuleOp module,
+                                     const CpuPipelineOptions &options);
+
+/// lowerToLLVMIR's second half: `module`, after the pipeline, translated to
+/// LLVM IR with the entries of `layers` (its layer functions, as
+/// layerFunctionNames gave them before the pipeline) exported.
+FailureOr<std::unique_ptr<llvm::Module>>
+translateLayersToLLVMIR(ModuleOp module, ArrayRef<std::string> layers,
+                        llvm::LLVMContext &context);
+
+/// A kernel of a layer lowered for the CPU (a function recur-outline-parallel
+/// made around an OpenMP region) copied into a module of its own, with the
+/// declarations and definitions it refers to.
+struct CpuKernel {
+  /// The kernel's function in the layer's module.
+  std::string function;
+  /// `__recur_kernel_<hash>`, the kernel's name in `module`: a hash of its
+  /// code and of the target it is compiled for, so that equal names mean
+  /// equal kernels (whatever layer or spec they come from).
+  std::string symbol;
+  OwningOpRef<ModuleOp> module;
+};
+
+/// The kernels of `module` (after the CPU pipeline), each copied into a
+/// module of its own; `salt` names the target they are compiled for.
+/// `module` is unchanged. recurc compiles the kernels that several layers
+/// share once each, apart from the layers (compileCpuKernel), and each
+/// layer's object carries a copy of their code.
+SmallVector<CpuKernel> copyCpuKernels(ModuleOp module, StringRef salt);
+
+/// Replaces each of `kernels` (from copyCpuKernels on `module`) in `module`
+/// by a hidden declaration of its symbol, and its calls by calls of that.
+void declareCpuKernels(ModuleOp module, ArrayRef<const CpuKernel *> kernels);
+
+/// Compiles `kernel` at `optLevel` for `machine` into assembly text that a
+/// layer's object takes as module-level assembly (after declareCpuKernels):
+/// the kernel a weak hidden definition (one copy per program however many
+/// layer objects carry it), its other symbols and labels its own.
+llvm::Expected<std::string> compileCpuKernel(const CpuKernel &kernel,
+                                             llvm::TargetMachine &machine,
+                                             unsigned optLevel);
+
 /// The layer functions of `module` (its defined func.func ops).
 SmallVector<std::string> layerFunctionNames(ModuleOp module);
 
