@@ -43,6 +43,8 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 
+#include <mutex>
+
 using namespace mlir;
 using namespace mlir::recur;
 
@@ -209,6 +211,16 @@ LogicalResult collectReferenced(Operation *root, SymbolTable &symbols,
   SmallVector<Operation *> work{root};
   while (!work.empty()) {
     Operation *op = work.pop_back_val();
+    // A kernel's globals are copied into each object that carries it: only
+    // constants can be.
+    if (auto global = dyn_cast<LLVM::GlobalOp>(op))
+      if (!global.getConstant())
+        return failure();
+    // (Nor does it follow an operation's own references: a personality.)
+    WalkResult refers = op->getAttrDictionary().walk(
+        [](SymbolRefAttr) { return WalkResult::interrupt(); });
+    if (refers.wasInterrupted())
+      return failure();
     for (Region &region : op->getRegions()) {
       std::optional<SymbolTable::UseRange> uses =
           SymbolTable::getSymbolUses(&region);
@@ -243,8 +255,9 @@ std::string kernelCodeName(StringRef text) {
 /// object's: its local labels (.L...) prefixed with `symbol` so that they
 /// are its own, and no .file or .ident of its own.
 std::string ownLabels(StringRef text, StringRef symbol) {
+  // ($ is not one: it starts an immediate, $.LCPI0_0.)
   auto isNameChar = [](char c) {
-    return llvm::isAlnum(c) || c == '_' || c == '.' || c == '$' || c == '@';
+    return llvm::isAlnum(c) || c == '_' || c == '.' || c == '@';
   };
   std::string out;
   out.reserve(text.size() + text.size() / 4);
@@ -254,10 +267,14 @@ std::string ownLabels(StringRef text, StringRef symbol) {
     StringRef directive = line.ltrim();
     if (directive.starts_with(".file") || directive.starts_with(".ident"))
       continue;
-    bool quoted = false;
+    bool quoted = false, escaped = false;
     for (size_t i = 0; i < line.size(); ++i) {
       char c = line[i];
-      if (c == '"' && (i == 0 || line[i - 1] != '\\'))
+      if (quoted && escaped)
+        escaped = false;
+      else if (quoted && c == '\\')
+        escaped = true;
+      else if (c == '"')
         quoted = !quoted;
       out += c;
       if (!quoted && c == '.' && i + 1 < line.size() && line[i + 1] == 'L' &&
@@ -362,8 +379,11 @@ void tidyKernels(ModuleOp module) {
   });
   for (LLVM::LLVMFuncOp func : kernels) {
     func.setNoUnwind(true);
+    // (A call's argument attributes would need erasing too.)
     SmallVector<LLVM::CallOp> &sites = calls[func.getSymNameAttr()];
-    if (sites.empty() || otherwise.contains(func.getSymNameAttr()))
+    if (sites.empty() || otherwise.contains(func.getSymNameAttr()) ||
+        llvm::any_of(sites,
+                     [](LLVM::CallOp call) { return call.getArgAttrsAttr(); }))
       continue;
     OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
     for (BlockArgument argument : func.getArguments()) {
@@ -435,6 +455,7 @@ SmallVector<CpuKernel> mlir::recur::copyCpuKernels(ModuleOp module,
       continue;
     // The kernel's module: what it needs, in the layer module's order.
     OwningOpRef<ModuleOp> own = ModuleOp::create(func.getLoc());
+    (*own)->setAttrs(module->getAttrDictionary());
     OpBuilder b = OpBuilder::atBlockEnd(own->getBody());
     LLVM::LLVMFuncOp copy;
     for (Operation &op : module.getBody()->getOperations())
@@ -530,7 +551,7 @@ mlir::recur::compileCpuKernel(const CpuKernel &kernel,
   if (!entry)
     return llvm::createStringError("kernel " + kernel.symbol +
                                    " is missing after translation");
-  // One copy per program: equal names are equal kernels.
+  // Weak: equal names are equal kernels, any of them will do.
   entry->setLinkage(llvm::GlobalValue::WeakODRLinkage);
   entry->setVisibility(llvm::GlobalValue::HiddenVisibility);
   // The rest is the kernel's own: local symbols, named after it where they
@@ -558,10 +579,14 @@ mlir::recur::compileCpuKernel(const CpuKernel &kernel,
 
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 mlir::recur::createCpuTargetMachine(const CpuTargetOptions &options) {
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  // Layer objects take their kernels as module-level assembly.
-  llvm::InitializeNativeTargetAsmParser();
+  // Once, whatever thread asks first (recurc makes machines on several).
+  static std::once_flag initialized;
+  std::call_once(initialized, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    // Layer objects take shared kernels as module-level assembly.
+    llvm::InitializeNativeTargetAsmParser();
+  });
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string error;
   const llvm::Target *target =

@@ -34,6 +34,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
@@ -347,7 +349,8 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
     // Kernels of equal names are equal kernels: their code, and the target
     // they are compiled for.
     std::string salt =
-        ((*machine)->getTargetTriple().str() + " " +
+        ("recur kernel 1, LLVM " LLVM_VERSION_STRING ", " +
+         (*machine)->getTargetTriple().str() + " " +
          (*machine)->getTargetCPU() + " " +
          (*machine)->getTargetFeatureString() + " -O" + Twine(options.optLevel))
             .str();
@@ -366,15 +369,20 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
 
     // The kernels more than one layer calls, each once.
     StringMap<unsigned> callers;
-    for (Host &host : hosts)
+    for (Host &host : hosts) {
+      StringSet<> mine;
       for (const mlir::recur::CpuKernel &kernel : host.kernels)
-        ++callers[kernel.symbol];
+        if (mine.insert(kernel.symbol).second)
+          ++callers[kernel.symbol];
+    }
     StringMap<size_t> index;
     std::vector<const mlir::recur::CpuKernel *> distinct;
     size_t calls = 0;
     for (Host &host : hosts)
       for (const mlir::recur::CpuKernel &kernel : host.kernels) {
-        if (callers[kernel.symbol] < 2)
+        // (Their assembly's local labels are ELF's.)
+        if (callers[kernel.symbol] < 2 ||
+            !(*machine)->getTargetTriple().isOSBinFormatELF())
           continue;
         auto [it, fresh] = index.try_emplace(kernel.symbol, distinct.size());
         if (fresh)
@@ -387,8 +395,8 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
       }
 
     succeededAll = forEach(modules.size(), [&](size_t i) -> LogicalResult {
-      std::unique_ptr<llvm::TargetMachine> machine = newMachine(errors[i]);
-      if (!machine)
+      std::unique_ptr<llvm::TargetMachine> taskMachine = newMachine(errors[i]);
+      if (!taskMachine)
         return failure();
       Host &host = hosts[i];
       host.context = std::make_unique<llvm::LLVMContext>();
@@ -406,11 +414,14 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
         host.module = std::move(*lowered);
       }
       TimeRegion region(timed(i, 1));
-      mlir::recur::optimizeModule(*host.module, *machine, options.optLevel);
+      mlir::recur::optimizeModule(*host.module, *taskMachine, options.optLevel);
       return success();
     });
+    for (const std::string &error : errors)
+      if (!error.empty())
+        return fail(error);
     if (!succeededAll)
-      return errors.front().empty() ? EXIT_FAILURE : fail(errors.front());
+      return EXIT_FAILURE;
 
     std::vector<std::string> assembly(distinct.size());
     std::vector<std::string> kernelErrors(distinct.size());
@@ -425,11 +436,11 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
             phaseTimers);
       TimeRegion region(timer.get());
       succeededAll = forEach(distinct.size(), [&](size_t j) -> LogicalResult {
-        std::unique_ptr<llvm::TargetMachine> machine =
+        std::unique_ptr<llvm::TargetMachine> taskMachine =
             newMachine(kernelErrors[j]);
-        if (!machine)
+        if (!taskMachine)
           return failure();
-        auto text = mlir::recur::compileCpuKernel(*distinct[j], *machine,
+        auto text = mlir::recur::compileCpuKernel(*distinct[j], *taskMachine,
                                                   options.optLevel);
         if (!text) {
           kernelErrors[j] = toString(text.takeError());
@@ -447,18 +458,19 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
       return EXIT_FAILURE;
 
     succeededAll = forEach(modules.size(), [&](size_t i) -> LogicalResult {
-      std::unique_ptr<llvm::TargetMachine> machine = newMachine(errors[i]);
-      if (!machine)
+      std::unique_ptr<llvm::TargetMachine> taskMachine = newMachine(errors[i]);
+      if (!taskMachine)
         return failure();
       Host &host = hosts[i];
       std::string text;
       for (size_t j : host.shared)
         text += assembly[j];
-      host.module->setModuleInlineAsm(text);
+      host.module->appendModuleInlineAsm(text);
       CompiledLayer &layer = layers[i];
       TimeRegion codegen(timed(i, 2));
       raw_svector_ostream os(layer.object);
-      if (Error e = mlir::recur::emitObjectFile(*host.module, *machine, os)) {
+      if (Error e =
+              mlir::recur::emitObjectFile(*host.module, *taskMachine, os)) {
         errors[i] = toString(std::move(e));
         return failure();
       }

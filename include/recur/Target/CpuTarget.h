@@ -92,8 +92,9 @@ void declareCpuKernels(ModuleOp module, ArrayRef<const CpuKernel *> kernels);
 
 /// Compiles `kernel` at `optLevel` for `machine` into assembly text that a
 /// layer's object takes as module-level assembly (after declareCpuKernels):
-/// the kernel a weak hidden definition (one copy per program however many
-/// layer objects carry it), its other symbols and labels its own.
+/// the kernel a weak hidden definition (the calls of a program that links
+/// several layer objects carrying it go to one of them), its other symbols
+/// and labels its own.
 llvm::Expected<std::string> compileCpuKernel(const CpuKernel &kernel,
                                              llvm::TargetMachine &machine,
                                              unsigned optLevel);
