@@ -332,6 +332,14 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
     return std::move(*one);
   };
   bool succeededAll;
+  // After a phase: its tasks' first message of LLVM's as the failure, else
+  // EXIT_FAILURE if one failed (its diagnostics reported), else 0.
+  auto phaseStatus = [&](ArrayRef<std::string> messages) {
+    for (const std::string &message : messages)
+      if (!message.empty())
+        return fail(message);
+    return succeededAll ? EXIT_SUCCESS : EXIT_FAILURE;
+  };
   if (perLayer && !cuda) {
     // Per-layer objects that share kernels: each layer lowered on its own;
     // the kernels that several layers have (a variant's token path, the
@@ -417,11 +425,8 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
       mlir::recur::optimizeModule(*host.module, *taskMachine, options.optLevel);
       return success();
     });
-    for (const std::string &error : errors)
-      if (!error.empty())
-        return fail(error);
-    if (!succeededAll)
-      return EXIT_FAILURE;
+    if (int status = phaseStatus(errors))
+      return status;
 
     std::vector<std::string> assembly(distinct.size());
     std::vector<std::string> kernelErrors(distinct.size());
@@ -451,11 +456,8 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
       });
       timers.push_back(std::move(timer));
     }
-    for (const std::string &error : kernelErrors)
-      if (!error.empty())
-        return fail(error);
-    if (!succeededAll)
-      return EXIT_FAILURE;
+    if (int status = phaseStatus(kernelErrors))
+      return status;
 
     succeededAll = forEach(modules.size(), [&](size_t i) -> LogicalResult {
       std::unique_ptr<llvm::TargetMachine> taskMachine = newMachine(errors[i]);
@@ -524,11 +526,8 @@ int compileForTarget(mlir::ModuleOp ir, mlir::MLIRContext &context,
       return success();
     });
   }
-  for (const std::string &error : errors)
-    if (!error.empty())
-      return fail(error);
-  if (!succeededAll)
-    return EXIT_FAILURE;
+  if (int status = phaseStatus(errors))
+    return status;
 
   if (!perLayer)
     return writeFile(outputFile,
