@@ -9,6 +9,7 @@
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Complex/IR/Complex.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -19,6 +20,7 @@
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include "Recur/IR/Adjoint.h"
 #include "Recur/IR/RecurDialect.h.inc"
@@ -32,6 +34,10 @@
 #include "Recur/IR/RecurOps.h.inc"
 
 namespace mlir::recur {
+
+/// Gives `dialect` the patterns with which convert-to-llvm lowers the views
+/// of buffers (recur.view_as_real, recur.view_as_complex): ComplexViews.cpp.
+void addRecurToLLVMInterface(RecurDialect *dialect);
 
 /// The unidirectional T5 bucket of `delta` (an index) as
 /// `recur.window_attention` defines it: with exact = numBuckets / 2, a

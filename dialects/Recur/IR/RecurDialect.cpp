@@ -28,4 +28,5 @@ void RecurDialect::initialize() {
 #define GET_OP_LIST
 #include "Recur/IR/RecurOps.cpp.inc"
       >();
+  addRecurToLLVMInterface(this);
 }

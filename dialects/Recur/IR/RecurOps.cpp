@@ -1052,5 +1052,137 @@ Value mlir::recur::buildT5Bucket(OpBuilder &b, Location loc, Value delta,
   return arith::SelectOp::create(b, loc, isExact, n, bucket);
 }
 
+//===----------------------------------------------------------------------===//
+// ViewAsRealOp, ViewAsComplexOp
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The view of a `source` of complex elements as their parts (`toReal`),
+/// or of parts as complex elements: the last dimension twice (half) as
+/// long and, for a buffer, the offset and the other strides twice (half)
+/// as large. Null where there is none: not a ranked tensor or buffer of
+/// rank 1 or more, the wrong elements, a buffer whose last stride is not a
+/// static 1, or (to complex) an odd static size, stride or offset.
+Type complexViewType(Type source, bool toReal) {
+  auto shaped = dyn_cast<ShapedType>(source);
+  if (!shaped || !shaped.hasRank() || shaped.getRank() == 0)
+    return {};
+  Type elem = shaped.getElementType(), viewElem;
+  if (toReal) {
+    auto complex = dyn_cast<ComplexType>(elem);
+    if (!complex || !isa<FloatType>(complex.getElementType()))
+      return {};
+    viewElem = complex.getElementType();
+  } else {
+    if (!isa<FloatType>(elem))
+      return {};
+    viewElem = ComplexType::get(elem);
+  }
+  // A static extent, stride or offset scaled; std::nullopt when halving
+  // an odd one.
+  auto scale = [&](int64_t n) -> std::optional<int64_t> {
+    if (ShapedType::isDynamic(n))
+      return n;
+    if (toReal)
+      return 2 * n;
+    if (n % 2)
+      return std::nullopt;
+    return n / 2;
+  };
+  SmallVector<int64_t> shape(shaped.getShape());
+  std::optional<int64_t> last = scale(shape.back());
+  if (!last)
+    return {};
+  shape.back() = *last;
+  if (auto tensor = dyn_cast<RankedTensorType>(source))
+    return tensor.getEncoding() ? Type()
+                                : RankedTensorType::get(shape, viewElem);
+  auto memref = dyn_cast<MemRefType>(source);
+  if (!memref)
+    return {};
+  if (memref.getLayout().isIdentity())
+    return MemRefType::get(shape, viewElem, MemRefLayoutAttrInterface(),
+                           memref.getMemorySpace());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(memref.getStridesAndOffset(strides, offset)) ||
+      strides.back() != 1)
+    return {};
+  for (int64_t &stride : MutableArrayRef<int64_t>(strides).drop_back()) {
+    std::optional<int64_t> scaled = scale(stride);
+    if (!scaled)
+      return {};
+    stride = *scaled;
+  }
+  std::optional<int64_t> viewOffset = scale(offset);
+  if (!viewOffset)
+    return {};
+  return MemRefType::get(
+      shape, viewElem,
+      StridedLayoutAttr::get(source.getContext(), *viewOffset, strides),
+      memref.getMemorySpace());
+}
+
+/// The checks of both views, `toReal` for view_as_real.
+LogicalResult verifyComplexView(Operation *op, Type source, Type result,
+                                bool toReal) {
+  if (isa<RankedTensorType>(source) != isa<RankedTensorType>(result))
+    return op->emitOpError(
+        "must view a tensor as a tensor or a buffer as a buffer");
+  auto shaped = cast<ShapedType>(source);
+  if (shaped.getRank() == 0)
+    return op->emitOpError("must view a source of rank 1 or more");
+  Type elem = shaped.getElementType();
+  auto complex = dyn_cast<ComplexType>(elem);
+  if (toReal && (!complex || !isa<FloatType>(complex.getElementType())))
+    return op->emitOpError("must view complex elements of a float type, not ")
+           << elem;
+  if (!toReal && !isa<FloatType>(elem))
+    return op->emitOpError("must view float elements, not ") << elem;
+  if (auto memref = dyn_cast<MemRefType>(source)) {
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (!memref.getLayout().isIdentity() &&
+        (failed(memref.getStridesAndOffset(strides, offset)) ||
+         strides.back() != 1))
+      return op->emitOpError("must view a buffer whose last dimension has a "
+                             "static stride of 1");
+  }
+  Type expected = complexViewType(source, toReal);
+  if (!expected)
+    return op->emitOpError("cannot halve the odd last dimension, offset or "
+                           "strides of ")
+           << source;
+  if (result != expected)
+    return op->emitOpError("result type ")
+           << result << " is not the view of " << source << ", " << expected;
+  return success();
+}
+
+} // namespace
+
+Type ViewAsRealOp::getViewType(Type source) {
+  return complexViewType(source, /*toReal=*/true);
+}
+
+LogicalResult ViewAsRealOp::verify() {
+  return verifyComplexView(*this, getSource().getType(), getType(),
+                           /*toReal=*/true);
+}
+
+Value ViewAsRealOp::getViewSource() { return getSource(); }
+
+Type ViewAsComplexOp::getViewType(Type source) {
+  return complexViewType(source, /*toReal=*/false);
+}
+
+LogicalResult ViewAsComplexOp::verify() {
+  return verifyComplexView(*this, getSource().getType(), getType(),
+                           /*toReal=*/false);
+}
+
+Value ViewAsComplexOp::getViewSource() { return getSource(); }
+
 #define GET_OP_CLASSES
 #include "Recur/IR/RecurOps.cpp.inc"

@@ -12,9 +12,11 @@
 
 include "Recur/IR/RecurBase.td"
 include "Recur/IR/RecurInterfaces.td"
+include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ViewLikeInterface.td"
 
 //===----------------------------------------------------------------------===//
 // Scans
@@ -711,6 +713,66 @@ def Recur_MoEOp : Recur_Op<"moe", [Pure, AllTypesMatch<["x", "result"]>,
     type($indices) `,` type($gates) `,` type($w_in) `,` type($w_out)
   }];
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Lowering helpers: complex values seen as their parts
+//===----------------------------------------------------------------------===//
+
+class Recur_ComplexViewOp<string mnemonic> : Recur_Op<mnemonic, [Pure,
+    DeclareOpInterfaceMethods<ViewLikeOpInterface>,
+    DeclareOpInterfaceMethods<BufferizableOpInterface,
+      ["bufferizesToMemoryRead", "bufferizesToMemoryWrite",
+       "getAliasingValues", "bufferize", "getBufferType"]>]> {
+  let arguments = (ins AnyTypeOf<[AnyRankedTensor, AnyStridedMemRef]>:$source);
+  let results = (outs AnyTypeOf<[AnyRankedTensor, AnyStridedMemRef]>:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$source), [{
+      build($_builder, $_state, getViewType(source.getType()), source);
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// The type of this view of a `source` of that type, or null where
+    /// there is none (see the op's description).
+    static ::mlir::Type getViewType(::mlir::Type source);
+  }];
+  let hasVerifier = 1;
+}
+
+def Recur_ViewAsRealOp : Recur_ComplexViewOp<"view_as_real"> {
+  let summary = "a complex tensor or buffer seen as its real and imaginary parts";
+  let description = [{
+    The same elements as `source`, of `complex<F>`, seen as `F` with the last
+    dimension twice as long: element `[..., j]` of the source is elements
+    `[..., 2 j]` (its real part) and `[..., 2 j + 1]` (its imaginary part) of
+    the result, which is how a complex number lies in memory. On tensors it
+    is a value; bufferized, it is a view of the same buffer (no copy), whose
+    offset and strides (but the last) are twice the source's. A buffer's last
+    dimension must have a static stride of 1.
+
+    The CPU lowering uses it to scan complex channels in vectors of `F`
+    (`linear_scan`); the ops of a spec never produce it.
+
+    ```mlir
+    %r = recur.view_as_real %h : tensor<4x?x512xcomplex<f32>> to tensor<4x?x1024xf32>
+    ```
+  }];
+}
+
+def Recur_ViewAsComplexOp : Recur_ComplexViewOp<"view_as_complex"> {
+  let summary = "real and imaginary parts seen as a complex tensor or buffer";
+  let description = [{
+    The inverse of `view_as_real`: `source`, of `F` with an even last
+    dimension, seen as `complex<F>` with the last dimension half as long
+    (elements `[..., 2 j]` and `[..., 2 j + 1]` are the real and imaginary
+    parts of element `[..., j]`). A buffer's last dimension must have a
+    static stride of 1, and its static offset and strides must be even.
+
+    ```mlir
+    %h = recur.view_as_complex %r : tensor<4x?x1024xf32> to tensor<4x?x512xcomplex<f32>>
+    ```
+  }];
 }
 
 #endif // RECUR_DIALECT_RECUR_IR_RECUROPS_TD

@@ -179,7 +179,9 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            /*default=*/"0",
            "A linear_scan of f32 or f64 in groups (see scan-group) whose "
            "output holds at least this many bytes (0: none) sweeps each row "
-           "in vectors of 256 bits and tags its time loop "
+           "in vectors of 256 bits (complex ones of f32 or f64 with a "
+           "transition per channel as vectors of their parts, through "
+           "recur.view_as_real) and tags its time loop "
            "`recur.stream_stores`, for `recur-stream-stores` to write the "
            "output around the cache; smaller outputs keep the scalar loops">,
     Option<"glaColumnThreads", "gla-column-threads", "bool",

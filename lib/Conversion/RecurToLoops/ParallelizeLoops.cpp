@@ -14,6 +14,8 @@
 
 #include "Utility.h"
 
+#include "Recur/IR/Recur.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -33,6 +35,14 @@ using namespace mlir::recur;
 namespace {
 
 using loops::dependsOnIv;
+
+/// Whether a view op (the buffer it views is operand 0): memref's, and
+/// recur's views of complex buffers as their parts and back.
+bool isView(Operation *op) {
+  return isa<memref::SubViewOp, memref::CastOp, memref::ReinterpretCastOp,
+             memref::ExpandShapeOp, memref::CollapseShapeOp, ViewAsRealOp,
+             ViewAsComplexOp>(op);
+}
 
 /// The buffer and indices of a store of one element or of one vector.
 std::optional<std::pair<Value, ValueRange>> storeInto(Operation *op) {
@@ -61,8 +71,7 @@ bool writesOwnElements(Value buffer, scf::ForOp loop, bool indexed) {
         return false;
       continue;
     }
-    if (isa<memref::SubViewOp, memref::CastOp, memref::ReinterpretCastOp,
-            memref::ExpandShapeOp, memref::CollapseShapeOp>(user)) {
+    if (isView(user)) {
       bool placed = indexed || llvm::any_of(user->getOperands(), [&](Value v) {
                       return v != buffer && dependsOnIv(v, loop);
                     });
@@ -99,12 +108,6 @@ bool writesOwnElements(Value buffer, scf::ForOp loop, bool indexed) {
             return false;
   }
   return true;
-}
-
-/// Whether a view op (the buffer it views is operand 0).
-bool isView(Operation *op) {
-  return isa<memref::SubViewOp, memref::CastOp, memref::ReinterpretCastOp,
-             memref::ExpandShapeOp, memref::CollapseShapeOp>(op);
 }
 
 /// Calls `fn(buffer, placed)` for each buffer `value` may be, inside `loop`:

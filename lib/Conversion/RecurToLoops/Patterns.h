@@ -23,7 +23,8 @@ namespace recur::loops {
 /// along a dimension other than the last scans `scanGroup` channels a
 /// thread, or with `scanChunk` > 0 runs in chunks of that many steps (with
 /// an output of at least `streamStoreBytes` > 0, in groups, its rows in
-/// vectors and its time loop tagged kStreamStoresAttrName; one channel at
+/// vectors (complex ones as vectors of their parts) and its time loop
+/// tagged kStreamStoresAttrName; one channel at
 /// a time, `scanUnrollBytes` of each input an iteration, loads first, and
 /// with `scanSpread` > 0 and few channels, in chunks of at least
 /// `scanSpreadChunk` steps over about `scanSpread` threads), and a

@@ -189,11 +189,22 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
 
   /// Whether `op`, scanned in groups, gets the streaming form when its
   /// output is at least streamStoreBytes: each row in vectors, the time
-  /// loop tagged kStreamStoresAttrName. f32 and f64 only: the vector
-  /// dialect has no complex vectors.
+  /// loop tagged kStreamStoresAttrName. f32 and f64, and complex numbers of
+  /// them with a transition per channel (real or complex), whose rows go
+  /// as vectors of their parts (recur.view_as_real: the vector dialect has
+  /// no complex vectors).
   bool streams(LinearScanOp op) const {
+    if (streamStoreBytes <= 0)
+      return false;
     Type elem = getElementTypeOrSelf(op.getH());
-    return streamStoreBytes > 0 && (elem.isF32() || elem.isF64());
+    if (elem.isF32() || elem.isF64())
+      return true;
+    auto complex = dyn_cast<ComplexType>(elem);
+    return complex &&
+           (complex.getElementType().isF32() ||
+            complex.getElementType().isF64()) &&
+           cast<RankedTensorType>(op.getA().getType()).getRank() ==
+               cast<RankedTensorType>(op.getH().getType()).getRank();
   }
 
   /// The loop `build(b, streaming)` makes (results of `types`): when `op`
@@ -368,8 +379,40 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
                 });
             return std::make_pair(end, SmallVector<Value>(loop.getResults()));
           };
+          // The streaming time loop of complex channels: the output, the
+          // carry and the inputs seen as their parts (recur.view_as_real),
+          // each row in vectors of parts (complexVectorRow), the channels
+          // past the last whole vector in one masked vector.
+          auto complexTimeLoop = [&](OpBuilder &tb, Location tl,
+                                     ValueRange init) {
+            auto view = [&](Value tensor) -> Value {
+              return ViewAsRealOp::create(tb, tl, tensor);
+            };
+            Value aParts = promoteA ? op.getA() : view(op.getA());
+            Value bParts = view(op.getB());
+            auto loop = scf::ForOp::create(
+                tb, tl, zero, length, indexConst(tb, tl, 1),
+                ValueRange{view(init[0]), view(init[1])},
+                [&](OpBuilder &sb, Location sl, Value t, ValueRange iter) {
+                  Value pos = stepPosition(sb, sl, t, length, op.getReverse());
+                  scf::YieldOp::create(
+                      sb, sl,
+                      complexRow(
+                          sb, sl, op, pos, aParts, bParts, n,
+                          [&](OpBuilder &cb, Location cl, Value j) {
+                            return withTimeIndex(channel(cb, cl, j), axis, pos);
+                          },
+                          iter));
+                });
+            loop->setAttr(kStreamStoresAttrName, tb.getUnitAttr());
+            return SmallVector<Value>{
+                ViewAsComplexOp::create(tb, tl, loop.getResult(0)),
+                ViewAsComplexOp::create(tb, tl, loop.getResult(1))};
+          };
           auto timeLoop = [&](OpBuilder &tb, Location tl, ValueRange init,
                               bool streaming) {
+            if (streaming && isa<ComplexType>(elem))
+              return complexTimeLoop(tb, tl, init);
             SmallVector<Value> results =
                 buildLoop(tb, tl, zero, length, init,
                           [&](OpBuilder &sb, Location sl, ValueRange t,
@@ -402,6 +445,134 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
         });
     rewriter.replaceOp(op, results);
     return success();
+  }
+
+  /// One step of a streaming scan of complex channels [0, n) of a group,
+  /// on their parts: `iter` holds the output and the carry as parts
+  /// (recur.view_as_real; the carry's channel j at 2 j), `bParts` the
+  /// inputs as parts and `aParts` the transitions as parts or, where they
+  /// are real, as they are; `index(j)` is channel j's index into the
+  /// complex tensors. Vectors of 256 bits hold half as many channels as
+  /// parts (re, im interleaved); a * h is
+  ///
+  ///   re(a) h + (-1, 1, ...) im(a) swap(h)
+  ///
+  /// with re(a), im(a) each part repeated over its channel's two lanes and
+  /// swap(h) each channel's parts exchanged: the products and sums of the
+  /// scalar complex.mul in the same order, so the same bits for finite
+  /// values. The channels past the last whole vector go in one masked
+  /// vector. Returns the output and the carry.
+  SmallVector<Value> complexRow(
+      OpBuilder &b, Location l, LinearScanOp op, Value pos, Value aParts,
+      Value bParts, Value n,
+      function_ref<SmallVector<Value>(OpBuilder &, Location, Value)> index,
+      ValueRange iter) const {
+    auto complexType = cast<ComplexType>(getElementTypeOrSelf(op.getH()));
+    Type part = complexType.getElementType();
+    int64_t lanes = streamLanes(part), perVector = lanes / 2;
+    auto vecType = VectorType::get({lanes}, part);
+    bool realA = !isa<ComplexType>(getElementTypeOrSelf(op.getA()));
+    Value two = indexConst(b, l, 2);
+    // Channel j's index into the parts of a complex tensor.
+    auto partsIndex = [&](OpBuilder &cb, Location cl, Value j) {
+      SmallVector<Value> idx = index(cb, cl, j);
+      idx.back() = arith::MulIOp::create(cb, cl, idx.back(), two);
+      return idx;
+    };
+    SmallVector<int64_t> evens, odds, swapped, repeated;
+    for (int64_t i = 0; i < lanes; ++i) {
+      evens.push_back(i & ~int64_t(1));
+      odds.push_back(i | 1);
+      swapped.push_back(i ^ 1);
+      repeated.push_back(i / 2);
+    }
+    SmallVector<Attribute> signs;
+    for (int64_t i = 0; i < lanes; ++i)
+      signs.push_back(FloatAttr::get(part, i % 2 ? 1.0 : -1.0));
+    // h = a * carry + b over channels [j, j + perVector), the lanes of
+    // `mask` only (all without one).
+    auto update = [&](OpBuilder &cb, Location cl, Value j, ValueRange row,
+                      Value mask) {
+      Value pad = floatConst(cb, cl, part, 0.0);
+      auto read = [&](Value tensor, ValueRange at, VectorType type,
+                      Value lanesMask) -> Value {
+        if (!lanesMask)
+          return vector::TransferReadOp::create(cb, cl, type, tensor, at, pad,
+                                                ArrayRef<bool>{true});
+        auto readOp = vector::TransferReadOp::create(
+            cb, cl, type, tensor, at, pad, ArrayRef<bool>{false});
+        readOp.getMaskMutable().assign(lanesMask);
+        return readOp;
+      };
+      Value carryIdx = arith::MulIOp::create(cb, cl, j, two);
+      Value carry = read(row[1], {carryIdx}, vecType, mask);
+      Value bt = read(bParts, partsIndex(cb, cl, j), vecType, mask);
+      Value product;
+      if (realA) {
+        // A real transition, one per channel: each repeated over its
+        // channel's two lanes.
+        auto halfType = VectorType::get({perVector}, part);
+        Value halfMask;
+        if (mask) {
+          Value count = arith::SubIOp::create(cb, cl, n, j);
+          halfMask = vector::CreateMaskOp::create(
+              cb, cl, VectorType::get({perVector}, cb.getI1Type()),
+              ValueRange{count});
+        }
+        Value at = read(aParts, index(cb, cl, j), halfType, halfMask);
+        Value a2 = vector::ShuffleOp::create(cb, cl, at, at, repeated);
+        product = arith::MulFOp::create(cb, cl, a2, carry);
+      } else {
+        Value at = read(aParts, partsIndex(cb, cl, j), vecType, mask);
+        Value re = vector::ShuffleOp::create(cb, cl, at, at, evens);
+        Value im = vector::ShuffleOp::create(cb, cl, at, at, odds);
+        Value swap = vector::ShuffleOp::create(cb, cl, carry, carry, swapped);
+        Value sign = arith::ConstantOp::create(
+            cb, cl, vecType, DenseElementsAttr::get(vecType, signs));
+        Value cross = arith::MulFOp::create(
+            cb, cl, arith::MulFOp::create(cb, cl, im, swap), sign);
+        product = arith::AddFOp::create(
+            cb, cl, arith::MulFOp::create(cb, cl, re, carry), cross);
+      }
+      Value h = arith::AddFOp::create(cb, cl, product, bt);
+      auto write = [&](Value tensor, ValueRange at) -> Value {
+        if (!mask)
+          return vector::TransferWriteOp::create(cb, cl, h, tensor, at,
+                                                 ArrayRef<bool>{true})
+              .getResult();
+        auto writeOp = vector::TransferWriteOp::create(cb, cl, h, tensor, at,
+                                                       ArrayRef<bool>{false});
+        writeOp.getMaskMutable().assign(mask);
+        return writeOp.getResult();
+      };
+      return SmallVector<Value>{write(row[0], partsIndex(cb, cl, j)),
+                                write(row[1], {carryIdx})};
+    };
+    Value zero = indexConst(b, l, 0);
+    Value step = indexConst(b, l, perVector);
+    Value end =
+        arith::SubIOp::create(b, l, n, arith::RemUIOp::create(b, l, n, step));
+    auto whole = scf::ForOp::create(
+        b, l, zero, end, step, iter,
+        [&](OpBuilder &cb, Location cl, Value j, ValueRange row) {
+          scf::YieldOp::create(cb, cl, update(cb, cl, j, row, Value()));
+        });
+    Value rest = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, end, n);
+    auto tail = scf::IfOp::create(
+        b, l, rest,
+        [&](OpBuilder &cb, Location cl) {
+          Value count = arith::MulIOp::create(
+              cb, cl, arith::SubIOp::create(cb, cl, n, end), two);
+          Value mask = vector::CreateMaskOp::create(
+              cb, cl, VectorType::get({lanes}, cb.getI1Type()),
+              ValueRange{count});
+          scf::YieldOp::create(cb, cl,
+                               update(cb, cl, end, whole.getResults(), mask));
+        },
+        [&](OpBuilder &cb, Location cl) {
+          scf::YieldOp::create(cb, cl, whole.getResults());
+        });
+    return SmallVector<Value>(tail.getResults());
   }
 
   /// Steps [first, end) of the scan order of channel `outer` (all indices

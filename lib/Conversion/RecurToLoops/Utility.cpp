@@ -323,6 +323,16 @@ Value loops::inPlaceSource(Value value) {
       value = collapse.getSrc();
       continue;
     }
+    // A round trip through the parts of complex numbers (linear_scan's
+    // streaming form of complex channels): the same buffer, the same type.
+    if (auto complex = dyn_cast<ViewAsComplexOp>(result.getOwner())) {
+      auto real =
+          inPlaceSource(complex.getSource()).getDefiningOp<ViewAsRealOp>();
+      if (!real || real.getSource().getType() != complex.getType())
+        break;
+      value = real.getSource();
+      continue;
+    }
     break;
   }
   return value;

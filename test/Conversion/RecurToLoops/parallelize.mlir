@@ -239,3 +239,47 @@ func.func @branches_differ(%a: memref<4xf32>, %out: memref<4xf32>,
   } {recur.parallel}
   return
 }
+
+// -----
+
+// Writes through a view of complex numbers as their parts
+// (recur.view_as_real) count as writes into the viewed buffer: at the
+// iteration's own position the loop runs in parallel (the streaming scan
+// of complex channels), ...
+
+// CHECK-LABEL: func.func @parts_own_elements
+// CHECK:         scf.parallel
+// CHECK:         recur.view_as_real
+// CHECK:         vector.transfer_write
+func.func @parts_own_elements(%out: memref<4x4xcomplex<f32>>, %v: vector<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%o = %out) -> (memref<4x4xcomplex<f32>>) {
+    %p = recur.view_as_real %o : memref<4x4xcomplex<f32>> to memref<4x8xf32>
+    vector.transfer_write %v, %p[%i, %c0] {in_bounds = [true]} : vector<8xf32>, memref<4x8xf32>
+    %b = recur.view_as_complex %p : memref<4x8xf32> to memref<4x4xcomplex<f32>>
+    scf.yield %b : memref<4x4xcomplex<f32>>
+  } {recur.parallel}
+  return
+}
+
+// -----
+
+// ... and at a fixed one every iteration writes it stays sequential.
+
+// CHECK-LABEL: func.func @parts_fixed_position
+// CHECK-NOT:     scf.parallel
+// CHECK:         scf.for
+func.func @parts_fixed_position(%out: memref<4x4xcomplex<f32>>, %v: vector<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%o = %out) -> (memref<4x4xcomplex<f32>>) {
+    %p = recur.view_as_real %o : memref<4x4xcomplex<f32>> to memref<4x8xf32>
+    vector.transfer_write %v, %p[%c0, %c0] {in_bounds = [true]} : vector<8xf32>, memref<4x8xf32>
+    %b = recur.view_as_complex %p : memref<4x8xf32> to memref<4x4xcomplex<f32>>
+    scf.yield %b : memref<4x4xcomplex<f32>>
+  } {recur.parallel}
+  return
+}

@@ -1942,3 +1942,87 @@ func.func @moe_unknown_activation(%x: tensor<2x16xf32>, %i: tensor<2x2xi32>, %g:
   %y = recur.moe %x, %i, %g, %w1, %w2 {activation = #recur.activation<tanh>} : tensor<2x16xf32>, tensor<2x2xi32>, tensor<2x2xf32>, tensor<4x16x32xf32>, tensor<4x32x16xf32>
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// recur.view_as_real, recur.view_as_complex
+//===----------------------------------------------------------------------===//
+
+func.func @view_as_real_tensor_to_buffer(%x: tensor<4xcomplex<f32>>) {
+  // expected-error @+1 {{must view a tensor as a tensor or a buffer as a buffer}}
+  %r = recur.view_as_real %x : tensor<4xcomplex<f32>> to memref<8xf32>
+  return
+}
+
+// -----
+
+func.func @view_as_real_rank_0(%x: tensor<complex<f32>>) {
+  // expected-error @+1 {{must view a source of rank 1 or more}}
+  %r = recur.view_as_real %x : tensor<complex<f32>> to tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @view_as_real_of_reals(%x: tensor<4xf32>) {
+  // expected-error @+1 {{must view complex elements of a float type, not 'f32'}}
+  %r = recur.view_as_real %x : tensor<4xf32> to tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @view_as_complex_of_complex(%x: tensor<4xcomplex<f32>>) {
+  // expected-error @+1 {{must view float elements, not 'complex<f32>'}}
+  %c = recur.view_as_complex %x : tensor<4xcomplex<f32>> to tensor<2xcomplex<f32>>
+  return
+}
+
+// -----
+
+func.func @view_as_real_strided_last(%x: memref<4xcomplex<f32>, strided<[2]>>) {
+  // expected-error @+1 {{must view a buffer whose last dimension has a static stride of 1}}
+  %r = recur.view_as_real %x : memref<4xcomplex<f32>, strided<[2]>> to memref<8xf32>
+  return
+}
+
+// -----
+
+func.func @view_as_complex_dynamic_last_stride(%x: memref<8xf32, strided<[?]>>) {
+  // expected-error @+1 {{must view a buffer whose last dimension has a static stride of 1}}
+  %c = recur.view_as_complex %x : memref<8xf32, strided<[?]>> to memref<4xcomplex<f32>>
+  return
+}
+
+// -----
+
+func.func @view_as_complex_odd_size(%x: tensor<2x7xf32>) {
+  // expected-error @+1 {{cannot halve the odd last dimension, offset or strides of 'tensor<2x7xf32>'}}
+  %c = recur.view_as_complex %x : tensor<2x7xf32> to tensor<2x3xcomplex<f32>>
+  return
+}
+
+// -----
+
+func.func @view_as_complex_odd_offset(%x: memref<8xf32, strided<[1], offset: 3>>) {
+  // expected-error @+1 {{cannot halve the odd last dimension, offset or strides of 'memref<8xf32, strided<[1], offset: 3>>'}}
+  %c = recur.view_as_complex %x : memref<8xf32, strided<[1], offset: 3>> to memref<4xcomplex<f32>, strided<[1], offset: 1>>
+  return
+}
+
+// -----
+
+func.func @view_as_real_wrong_result(%x: tensor<4x3xcomplex<f64>>) {
+  // expected-error @+1 {{result type 'tensor<4x3xf64>' is not the view of 'tensor<4x3xcomplex<f64>>', 'tensor<4x6xf64>'}}
+  %r = recur.view_as_real %x : tensor<4x3xcomplex<f64>> to tensor<4x3xf64>
+  return
+}
+
+// -----
+
+func.func @view_as_complex_wrong_strides(%x: memref<2x8xf32, strided<[16, 1]>>) {
+  // expected-error @+1 {{result type 'memref<2x4xcomplex<f32>>' is not the view of 'memref<2x8xf32, strided<[16, 1]>>', 'memref<2x4xcomplex<f32>, strided<[8, 1]>>'}}
+  %c = recur.view_as_complex %x : memref<2x8xf32, strided<[16, 1]>> to memref<2x4xcomplex<f32>>
+  return
+}
