@@ -320,7 +320,7 @@ void BM_Copy(benchmark::State &st) {
     // recur_alloc's buffers are 64-byte aligned; n is a multiple of 8.
 #pragma omp parallel num_threads(gThreads)
     {
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
       for (int64_t i = 0; i < n; i += 8)
         _mm256_stream_ps(d + i, _mm256_load_ps(s + i));
       _mm_sfence();

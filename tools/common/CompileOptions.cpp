@@ -34,9 +34,9 @@ CompileOptions::CompileOptions(cl::OptionCategory &category)
           cl::cat(category)),
       streamStoreBytes(
           "stream-store-bytes",
-          cl::desc("A linear scan of f32, f64, c64 or c128 across channels "
-                   "whose output holds at least this many bytes writes it "
-                   "with "
+          cl::desc("A linear scan of f32 or f64, or of c64 or c128 with a "
+                   "transition per channel, across channels whose output "
+                   "holds at least this many bytes writes it with "
                    "non-temporal stores, around the cache (default "
                    "33554432, 32 MiB; 0: never; CPU only)"),
           cl::value_desc("bytes"),

@@ -3,7 +3,9 @@
 // Part of the Recur project.
 //
 // recur.view_as_real and recur.view_as_complex bufferize to themselves on
-// buffers (a view, equivalent to its source: no copy, no read, no write)
+// buffers (a view, equivalent to its source: no copy, no write; a source
+// whose last stride is not known to be 1 is copied into a contiguous
+// buffer first)
 // and lower to the LLVM dialect as a new memref descriptor over the same
 // pointers, through the dialect's ConvertToLLVMPatternInterface (so
 // convert-to-llvm lowers them).
@@ -16,6 +18,7 @@
 #include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;
 using namespace mlir::recur;
@@ -23,7 +26,17 @@ using namespace mlir::bufferization;
 
 namespace {
 
-/// `op`'s buffer form: the same view of its source's buffer.
+/// `type` with the identity layout: the buffer a source whose last
+/// dimension is not known to be contiguous is copied into.
+MemRefType contiguous(MemRefType type) {
+  return MemRefType::get(type.getShape(), type.getElementType(),
+                         MemRefLayoutAttrInterface(), type.getMemorySpace());
+}
+
+/// `op`'s buffer form: the same view of its source's buffer. A buffer of
+/// no view (a last stride not known to be 1: a layout bufferization made
+/// fully dynamic, say, for a value carried by a loop) is copied into a
+/// contiguous one first, which is viewed.
 template <typename ViewOp>
 LogicalResult bufferizeView(ViewOp op, RewriterBase &rewriter,
                             const BufferizationOptions &options,
@@ -32,15 +45,43 @@ LogicalResult bufferizeView(ViewOp op, RewriterBase &rewriter,
   if (failed(buffer))
     return failure();
   Type type = ViewOp::getViewType(buffer->getType());
+  auto memref = dyn_cast<MemRefType>(buffer->getType());
+  if (!type && memref) {
+    MemRefType dense = contiguous(memref);
+    if (Type denseView = ViewOp::getViewType(dense)) {
+      Location loc = op.getLoc();
+      SmallVector<Value> sizes;
+      for (int64_t d = 0, e = dense.getRank(); d < e; ++d)
+        if (dense.isDynamicDim(d))
+          sizes.push_back(memref::DimOp::create(rewriter, loc, *buffer, d));
+      FailureOr<Value> copy = options.createAlloc(rewriter, loc, dense, sizes);
+      if (failed(copy) ||
+          failed(options.createMemCpy(rewriter, loc, *buffer, *copy)))
+        return failure();
+      buffer = copy;
+      type = denseView;
+    }
+  }
   if (!type)
-    return op.emitOpError("has no view of the buffer ")
-           << buffer->getType()
-           << " (its last dimension must have a static stride of 1)";
+    return op.emitOpError("has no view of the buffer ") << buffer->getType();
   replaceOpWithNewBufferizedOp<ViewOp>(rewriter, op, type, *buffer);
   return success();
 }
 
-/// The buffer type of `op`'s result: the view of its source's.
+/// What `op`'s result aliases: its source, equivalent, where the source's
+/// buffer has a view; nothing where bufferizeView copies it.
+template <typename ViewOp>
+AliasingValueList viewAliases(ViewOp op, const AnalysisState &state) {
+  BufferizationState bufferizationState;
+  FailureOr<BufferLikeType> source = bufferization::getBufferType(
+      op.getSource(), state.getOptions(), bufferizationState);
+  if (failed(source) || !ViewOp::getViewType(*source))
+    return {};
+  return {{op.getResult(), BufferRelation::Equivalent}};
+}
+
+/// The buffer type of `op`'s result: the view of its source's (or of a
+/// contiguous copy of it, see bufferizeView).
 template <typename ViewOp>
 FailureOr<BufferLikeType> viewBufferType(ViewOp op,
                                          const BufferizationOptions &options,
@@ -51,9 +92,10 @@ FailureOr<BufferLikeType> viewBufferType(ViewOp op,
   if (failed(source))
     return failure();
   Type type = ViewOp::getViewType(*source);
+  if (auto memref = dyn_cast<MemRefType>(Type(*source)); !type && memref)
+    type = ViewOp::getViewType(contiguous(memref));
   if (!type)
-    return op.emitOpError("has no view of the buffer ")
-           << *source << " (its last dimension must have a static stride of 1)";
+    return op.emitOpError("has no view of the buffer ") << *source;
   return cast<BufferLikeType>(type);
 }
 
@@ -79,11 +121,12 @@ struct ComplexViewToLLVM : ConvertOpToLLVMPattern<ViewOp> {
     Value one = LLVM::ConstantOp::create(rewriter, loc, indexType,
                                          rewriter.getIndexAttr(1));
     auto scale = [&](Value n) -> Value {
-      // Halving divides exactly: the verifier and the buffers the views
-      // are made of keep these even.
+      // Halving divides exactly (arithmetically: a stride may be
+      // negative): the verifier checks the static values, and the
+      // dynamic ones come from view_as_real (doubled).
       if (toReal)
         return LLVM::ShlOp::create(rewriter, loc, n, one);
-      return LLVM::LShrOp::create(rewriter, loc, n, one);
+      return LLVM::AShrOp::create(rewriter, loc, n, one);
     };
     MemRefDescriptor source(adaptor.getSource());
     auto view = MemRefDescriptor::poison(rewriter, loc, descriptorType);
@@ -117,15 +160,17 @@ struct RecurToLLVMInterface : ConvertToLLVMPatternInterface {
 
 } // namespace
 
+// The source is read where it has to be copied into a contiguous buffer
+// (see bufferizeView); as tensor.collapse_shape, say so always.
 bool ViewAsRealOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) {
-  return false;
+  return true;
 }
 bool ViewAsRealOp::bufferizesToMemoryWrite(OpOperand &, const AnalysisState &) {
   return false;
 }
 AliasingValueList ViewAsRealOp::getAliasingValues(OpOperand &,
-                                                  const AnalysisState &) {
-  return {{getResult(), BufferRelation::Equivalent}};
+                                                  const AnalysisState &state) {
+  return viewAliases(*this, state);
 }
 LogicalResult ViewAsRealOp::bufferize(RewriterBase &rewriter,
                                       const BufferizationOptions &options,
@@ -141,15 +186,15 @@ ViewAsRealOp::getBufferType(Value, const BufferizationOptions &options,
 
 bool ViewAsComplexOp::bufferizesToMemoryRead(OpOperand &,
                                              const AnalysisState &) {
-  return false;
+  return true;
 }
 bool ViewAsComplexOp::bufferizesToMemoryWrite(OpOperand &,
                                               const AnalysisState &) {
   return false;
 }
-AliasingValueList ViewAsComplexOp::getAliasingValues(OpOperand &,
-                                                     const AnalysisState &) {
-  return {{getResult(), BufferRelation::Equivalent}};
+AliasingValueList
+ViewAsComplexOp::getAliasingValues(OpOperand &, const AnalysisState &state) {
+  return viewAliases(*this, state);
 }
 LogicalResult ViewAsComplexOp::bufferize(RewriterBase &rewriter,
                                          const BufferizationOptions &options,

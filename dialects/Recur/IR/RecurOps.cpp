@@ -1140,6 +1140,9 @@ LogicalResult verifyComplexView(Operation *op, Type source, Type result,
            << elem;
   if (!toReal && !isa<FloatType>(elem))
     return op->emitOpError("must view float elements, not ") << elem;
+  if (auto tensor = dyn_cast<RankedTensorType>(source);
+      tensor && tensor.getEncoding())
+    return op->emitOpError("must view a tensor without an encoding");
   if (auto memref = dyn_cast<MemRefType>(source)) {
     SmallVector<int64_t> strides;
     int64_t offset;

@@ -749,7 +749,9 @@ def Recur_ViewAsRealOp : Recur_ComplexViewOp<"view_as_real"> {
     the result, which is how a complex number lies in memory. On tensors it
     is a value; bufferized, it is a view of the same buffer (no copy), whose
     offset and strides (but the last) are twice the source's. A buffer's last
-    dimension must have a static stride of 1.
+    dimension must have a static stride of 1; a tensor whose buffer is not
+    known to have one (a layout bufferization made fully dynamic) is copied
+    into a contiguous buffer, which is viewed.
 
     The CPU lowering uses it to scan complex channels in vectors of `F`
     (`linear_scan`); the ops of a spec never produce it.
@@ -767,7 +769,8 @@ def Recur_ViewAsComplexOp : Recur_ComplexViewOp<"view_as_complex"> {
     dimension, seen as `complex<F>` with the last dimension half as long
     (elements `[..., 2 j]` and `[..., 2 j + 1]` are the real and imaginary
     parts of element `[..., j]`). A buffer's last dimension must have a
-    static stride of 1, and its static offset and strides must be even.
+    static stride of 1, and its offset and other strides must be even (the
+    static ones are checked; the dynamic ones come from `view_as_real`).
 
     ```mlir
     %h = recur.view_as_complex %r : tensor<4x?x1024xf32> to tensor<4x?x512xcomplex<f32>>

@@ -27,9 +27,10 @@ void buildReferenceLoweringPipeline(OpPassManager &pm);
 
 /// What the CPU pipeline's choices depend on.
 struct CpuPipelineOptions {
-  /// A linear scan (f32, f64, c64, c128) across channels whose output holds
-  /// at least this many bytes writes it around the cache (0: none); recurc's
-  /// and recur-run's --stream-store-bytes.
+  /// A linear scan (f32, f64; c64, c128 with a transition per channel)
+  /// across channels whose output holds at least this many bytes writes it
+  /// around the cache (0: none); recurc's and recur-run's
+  /// --stream-store-bytes.
   int64_t streamStoreBytes = kDefaultStreamStoreBytes;
 };
 

@@ -460,7 +460,9 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
   /// with re(a), im(a) each part repeated over its channel's two lanes and
   /// swap(h) each channel's parts exchanged: the products and sums of the
   /// scalar complex.mul in the same order, so the same bits for finite
-  /// values. The channels past the last whole vector go in one masked
+  /// values. A real transition multiplies both parts (the scalar form
+  /// multiplies by (a, 0): the same values for finite ones, but the sign
+  /// of a zero). The channels past the last whole vector go in one masked
   /// vector. Returns the output and the carry.
   SmallVector<Value> complexRow(
       OpBuilder &b, Location l, LinearScanOp op, Value pos, Value aParts,

@@ -1,13 +1,17 @@
 // RUN: recur-opt %s | recur-opt | FileCheck %s
 // RUN: recur-opt %s --mlir-print-op-generic | recur-opt | FileCheck %s
 // RUN: recur-opt %s --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" | FileCheck %s --check-prefix=BUF
+// RUN: recur-opt %s --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" | FileCheck %s --check-prefix=DYN
 // RUN: recur-opt %s --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --finalize-memref-to-llvm --convert-to-llvm --reconcile-unrealized-casts | FileCheck %s --check-prefix=LLVM
 
 // recur.view_as_real and recur.view_as_complex: round trip on tensors and
 // buffers (identity and strided layouts: the offset and every stride but
 // the last doubled or halved), bufferization (a view of the same buffer:
 // no copy, no allocation) and the lowering of a buffer's view to a memref
-// descriptor over the same pointers.
+// descriptor over the same pointers. A buffer whose last stride is not
+// known to be 1 (a fully dynamic layout) is copied into a contiguous one,
+// which is viewed; the copy is not the source, so writes through its view
+// leave the source as it was (the function returns the copy's view).
 
 // CHECK-LABEL: func.func @tensors(
 // CHECK: recur.view_as_real %{{.+}} : tensor<4x?x3xcomplex<f32>> to tensor<4x?x6xf32>
@@ -47,6 +51,16 @@ func.func @write_parts(%h: tensor<8xcomplex<f32>>, %v: vector<8xf32>) -> tensor<
   return %b : tensor<8xcomplex<f32>>
 }
 
+// DYN-LABEL: func.func @write_parts(
+// DYN-SAME: %[[H:.+]]: memref<8xcomplex<f32>, strided<[?], offset: ?>>
+// DYN: %[[COPY:.+]] = memref.alloc() {{.+}} : memref<8xcomplex<f32>>
+// DYN: memref.copy %[[H]], %[[COPY]]
+// DYN: %[[P:.+]] = recur.view_as_real %[[COPY]] : memref<8xcomplex<f32>> to memref<16xf32>
+// DYN: vector.transfer_write %{{.+}}, %[[P]]
+// DYN: %[[B:.+]] = recur.view_as_complex %[[P]] : memref<16xf32> to memref<8xcomplex<f32>>
+// DYN: %[[CAST:.+]] = memref.cast %[[B]]
+// DYN: return %[[CAST]]
+
 // CHECK-LABEL: func.func @buffers(
 // CHECK: recur.view_as_real %{{.+}} : memref<2x5xcomplex<f32>, strided<[10, 1], offset: 3>> to memref<2x10xf32, strided<[20, 1], offset: 6>>
 // CHECK: recur.view_as_real %{{.+}} : memref<?x5xcomplex<f32>, strided<[?, 1], offset: ?>> to memref<?x10xf32, strided<[?, 1], offset: ?>>
@@ -61,7 +75,7 @@ func.func @buffers(%a: memref<2x5xcomplex<f32>, strided<[10, 1], offset: 3>>,
 
 // The descriptor of a view of a buffer: the same pointers; the offset and
 // the strides but the last shifted left by one (doubled), the last size
-// too; back to complex, shifted right (halved).
+// too; back to complex, shifted right arithmetically (halved).
 // LLVM-LABEL: llvm.func @lowered(
 // LLVM: %[[PTR:.+]] = llvm.extractvalue %[[SRC:.+]][0] : !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>
 // LLVM: llvm.insertvalue %[[PTR]], %{{.+}}[0]
@@ -80,7 +94,7 @@ func.func @buffers(%a: memref<2x5xcomplex<f32>, strided<[10, 1], offset: 3>>,
 // LLVM: %[[S1X2:.+]] = llvm.shl %[[S1]], %[[ONE]] : i64
 // LLVM: llvm.insertvalue %[[S1X2]], %{{.+}}[3, 1]
 // LLVM: llvm.insertvalue %[[T1]], %{{.+}}[4, 1]
-// LLVM: llvm.lshr
+// LLVM: llvm.ashr
 // LLVM-NOT: recur.view
 // LLVM: llvm.return
 func.func @lowered(%x: memref<?x3xcomplex<f32>, strided<[?, 1], offset: ?>>) -> f32 {

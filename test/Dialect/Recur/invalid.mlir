@@ -2026,3 +2026,11 @@ func.func @view_as_complex_wrong_strides(%x: memref<2x8xf32, strided<[16, 1]>>) 
   %c = recur.view_as_complex %x : memref<2x8xf32, strided<[16, 1]>> to memref<2x4xcomplex<f32>>
   return
 }
+
+// -----
+
+func.func @view_as_real_encoding(%x: tensor<4xcomplex<f32>, "enc">) {
+  // expected-error @+1 {{must view a tensor without an encoding}}
+  %r = recur.view_as_real %x : tensor<4xcomplex<f32>, "enc"> to tensor<8xf32>
+  return
+}
