@@ -160,53 +160,35 @@ struct RecurToLLVMInterface : ConvertToLLVMPatternInterface {
 
 } // namespace
 
+// The BufferizableOpInterface methods of both views, the same for each.
 // The source is read where it has to be copied into a contiguous buffer
 // (see bufferizeView); as tensor.collapse_shape, say so always.
-bool ViewAsRealOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) {
-  return true;
-}
-bool ViewAsRealOp::bufferizesToMemoryWrite(OpOperand &, const AnalysisState &) {
-  return false;
-}
-AliasingValueList ViewAsRealOp::getAliasingValues(OpOperand &,
-                                                  const AnalysisState &state) {
-  return viewAliases(*this, state);
-}
-LogicalResult ViewAsRealOp::bufferize(RewriterBase &rewriter,
-                                      const BufferizationOptions &options,
-                                      BufferizationState &state) {
-  return bufferizeView(*this, rewriter, options, state);
-}
-FailureOr<BufferLikeType>
-ViewAsRealOp::getBufferType(Value, const BufferizationOptions &options,
-                            const BufferizationState &state,
-                            SmallVector<Value> &invocationStack) {
-  return viewBufferType(*this, options, state, invocationStack);
-}
+#define RECUR_COMPLEX_VIEW_BUFFERIZATION(ViewOp)                               \
+  bool ViewOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) {    \
+    return true;                                                               \
+  }                                                                            \
+  bool ViewOp::bufferizesToMemoryWrite(OpOperand &, const AnalysisState &) {   \
+    return false;                                                              \
+  }                                                                            \
+  AliasingValueList ViewOp::getAliasingValues(OpOperand &,                     \
+                                              const AnalysisState &state) {    \
+    return viewAliases(*this, state);                                          \
+  }                                                                            \
+  LogicalResult ViewOp::bufferize(RewriterBase &rewriter,                      \
+                                  const BufferizationOptions &options,         \
+                                  BufferizationState &state) {                 \
+    return bufferizeView(*this, rewriter, options, state);                     \
+  }                                                                            \
+  FailureOr<BufferLikeType> ViewOp::getBufferType(                             \
+      Value, const BufferizationOptions &options,                              \
+      const BufferizationState &state, SmallVector<Value> &invocationStack) {  \
+    return viewBufferType(*this, options, state, invocationStack);             \
+  }
 
-bool ViewAsComplexOp::bufferizesToMemoryRead(OpOperand &,
-                                             const AnalysisState &) {
-  return true;
-}
-bool ViewAsComplexOp::bufferizesToMemoryWrite(OpOperand &,
-                                              const AnalysisState &) {
-  return false;
-}
-AliasingValueList
-ViewAsComplexOp::getAliasingValues(OpOperand &, const AnalysisState &state) {
-  return viewAliases(*this, state);
-}
-LogicalResult ViewAsComplexOp::bufferize(RewriterBase &rewriter,
-                                         const BufferizationOptions &options,
-                                         BufferizationState &state) {
-  return bufferizeView(*this, rewriter, options, state);
-}
-FailureOr<BufferLikeType>
-ViewAsComplexOp::getBufferType(Value, const BufferizationOptions &options,
-                               const BufferizationState &state,
-                               SmallVector<Value> &invocationStack) {
-  return viewBufferType(*this, options, state, invocationStack);
-}
+RECUR_COMPLEX_VIEW_BUFFERIZATION(ViewAsRealOp)
+RECUR_COMPLEX_VIEW_BUFFERIZATION(ViewAsComplexOp)
+
+#undef RECUR_COMPLEX_VIEW_BUFFERIZATION
 
 void mlir::recur::addRecurToLLVMInterface(RecurDialect *dialect) {
   dialect->addInterfaces<RecurToLLVMInterface>();

@@ -381,7 +381,7 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
           };
           // The streaming time loop of complex channels: the output, the
           // carry and the inputs seen as their parts (recur.view_as_real),
-          // each row in vectors of parts (complexVectorRow), the channels
+          // each row in vectors of parts (complexRow), the channels
           // past the last whole vector in one masked vector.
           auto complexTimeLoop = [&](OpBuilder &tb, Location tl,
                                      ValueRange init) {
