@@ -79,7 +79,8 @@ validation loss in bits per byte.
   --lr=X               peak learning rate (default 3e-3)
   --warmup=N           warmup steps (default 20)
   --weight-decay=X     AdamW weight decay of matrices (default 0.05)
-  --eval-windows=N     validation windows of --seq bytes (default 128)
+  --eval-windows=N|all validation windows of --seq bytes, spread evenly
+                       over the validation text, or all of it (default all)
   --stream             each batch row reads the text on from where the last
                        step left it, and the blocks carry their states
                        (recurrent state, K/V cache) from step to step,
@@ -92,7 +93,10 @@ validation loss in bits per byte.
   --eval-only          evaluate only (with --load)
   --help               this text
 
-Prints `step <n> loss <x> lr <lr> tokens/s <y>` every --log-every steps and
+Prints `step <n> loss <x> lr <lr> tokens/s <y>` every --log-every steps,
+then `eval first words loss <x> positions <n> rest loss <x> positions <n>`
+(the bytes of each line up to and including its first space, a verse's
+reference in kjv, and the others) and
 `eval loss <x> bpc <y> positions <n>` at the end (loss in nats per byte).
 )";
 
@@ -161,6 +165,22 @@ std::string readText(const std::string &path) {
   return text;
 }
 
+/// Per byte of `text`, whether it is in the first word of its line: from
+/// the line's start up to and including its first space (in kjv, a verse's
+/// reference, `Ge1:5 `, which a short window cannot see the last one of).
+std::vector<bool> firstWords(const std::string &text) {
+  std::vector<bool> first(text.size());
+  bool inFirst = true;
+  for (size_t i = 0; i < text.size(); ++i) {
+    first[i] = inFirst;
+    if (text[i] == '\n')
+      inFirst = true;
+    else if (text[i] == ' ')
+      inFirst = false;
+  }
+  return first;
+}
+
 /// A window of `time` bytes at `offset` and the bytes after each.
 void addWindow(const std::string &text, int64_t offset, int64_t time,
                int32_t *tokens, int32_t *targets) {
@@ -215,12 +235,16 @@ int main(int argc, char **argv) {
   int64_t steps = opts.getInt("steps", 400);
   int64_t batch = opts.getInt("batch", 8);
   int64_t seq = opts.getInt("seq", 128);
-  int64_t evalWindows = opts.getInt("eval-windows", 128);
+  // -1: all of the validation text.
+  int64_t evalWindows = -1;
+  if (opts.get("eval-windows", "all") != "all")
+    evalWindows = opts.getInt("eval-windows", 0);
   int64_t logEvery = opts.getInt("log-every", 50);
   bool stream = opts.has("stream");
-  if (steps < 0 || batch < 1 || evalWindows < 1 || logEvery < 1)
-    fatal("--steps must be >= 0, --batch, --eval-windows and --log-every "
-          ">= 1");
+  if (steps < 0 || batch < 1 || evalWindows == 0 || evalWindows < -1 ||
+      logEvery < 1)
+    fatal("--steps must be >= 0, --batch, --eval-windows (or all) and "
+          "--log-every >= 1");
   // Both layers run blocks of W tokens: the recurrent one steps a block at
   // a time, the sliding-window one keeps the last W keys.
   const recur_layer_desc *block = config.blocks[0];
@@ -299,15 +323,17 @@ int main(int argc, char **argv) {
   }
 
   // Validation: --eval-windows windows spread evenly over the validation
-  // text, each a new document; with --stream, --batch rows of consecutive
-  // windows (row i reads the i-th of --batch equal parts of the text) read
-  // with the states carried.
+  // text (all: every whole window of it), each a new document; with
+  // --stream, --batch rows of consecutive windows (row i reads the i-th of
+  // --batch equal parts of the text) read with the states carried.
   std::vector<Batch> batches;
+  std::vector<int64_t> offsets; // per batch row of `batches`, in order
   int64_t validBytes = static_cast<int64_t>(validText.size());
   if (stream) {
     int64_t rowBytes = validBytes / batch;
-    int64_t perRow =
-        std::min((evalWindows + batch - 1) / batch, (rowBytes - 1) / seq);
+    int64_t perRow = (rowBytes - 1) / seq;
+    if (evalWindows > 0)
+      perRow = std::min((evalWindows + batch - 1) / batch, perRow);
     if (perRow < 1)
       fatal("the validation text is too short for --batch rows of --seq");
     for (int64_t k = 0; k < perRow; ++k) {
@@ -317,13 +343,20 @@ int main(int argc, char **argv) {
       b.tokens.resize(batch * seq);
       b.targets.resize(batch * seq);
       b.starts.assign(batch, k == 0 ? 1.0f : 0.0f);
-      for (int64_t i = 0; i < batch; ++i)
-        addWindow(validText, i * rowBytes + k * seq, seq,
-                  b.tokens.data() + i * seq, b.targets.data() + i * seq);
+      for (int64_t i = 0; i < batch; ++i) {
+        offsets.push_back(i * rowBytes + k * seq);
+        addWindow(validText, offsets.back(), seq, b.tokens.data() + i * seq,
+                  b.targets.data() + i * seq);
+      }
       batches.push_back(std::move(b));
     }
   } else {
     int64_t span = validBytes - seq - 1;
+    // all: windows end to end, the last one ending before the last byte
+    // (whose next byte a target would need).
+    bool all = evalWindows < 0;
+    if (all)
+      evalWindows = span / seq + 1;
     for (int64_t done = 0; done < evalWindows; done += batch) {
       Batch b;
       b.batch = std::min(batch, evalWindows - done);
@@ -332,7 +365,10 @@ int main(int argc, char **argv) {
       b.targets.resize(b.batch * seq);
       for (int64_t i = 0; i < b.batch; ++i) {
         int64_t k = done + i;
-        int64_t offset = evalWindows > 1 ? span * k / (evalWindows - 1) : 0;
+        int64_t offset = all               ? k * seq
+                         : evalWindows > 1 ? span * k / (evalWindows - 1)
+                                           : 0;
+        offsets.push_back(offset);
         addWindow(validText, offset, seq, b.tokens.data() + i * seq,
                   b.targets.data() + i * seq);
       }
@@ -340,8 +376,30 @@ int main(int argc, char **argv) {
     }
   }
   model.carryStates(stream);
-  Score score = evaluate(model, batches);
+  // The loss of the first words of lines apart from the rest's: what lies
+  // beyond a window shows there.
+  // (Of the whole text: the validation text may start in a line.)
+  std::vector<bool> first = firstWords(text);
+  Score score, firstScore, restScore;
+  size_t row = 0;
+  for (const Batch &b : batches) {
+    score.add(model.forward(b, false));
+    const std::vector<double> &losses = model.losses();
+    for (int64_t i = 0; i < b.batch; ++i, ++row)
+      for (int64_t t = 0; t < b.time; ++t) {
+        if (b.targets[i * b.time + t] < 0)
+          continue;
+        Score &part =
+            first[trainBytes + offsets[row] + t + 1] ? firstScore : restScore;
+        part.lossSum += losses[i * b.time + t];
+        ++part.count;
+      }
+  }
   std::printf("train seconds %.1f\n", trainSeconds);
+  std::printf("eval first words loss %.4f positions %lld rest loss %.4f "
+              "positions %lld\n",
+              firstScore.loss(), static_cast<long long>(firstScore.count),
+              restScore.loss(), static_cast<long long>(restScore.count));
   std::printf("eval loss %.4f bpc %.4f positions %lld\n", score.loss(),
               score.loss() / std::log(2.0),
               static_cast<long long>(score.count));

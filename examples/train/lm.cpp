@@ -562,7 +562,7 @@ Score Model::forward(const Batch &input, bool keepForBackward) {
   // Head and softmax cross-entropy; probs_ keeps the softmax for backward().
   probs_.resize(n * V);
   matmul(normed_.data(), params_[head_].value.data(), probs_.data(), n, D, V);
-  std::vector<double> rowLoss(n, 0.0);
+  losses_.assign(n, 0.0);
   predictions_.resize(n);
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) {
@@ -574,7 +574,7 @@ Score Model::forward(const Batch &input, bool keepForBackward) {
       sum += std::exp(static_cast<double>(row[v] - top));
     predictions_[i] = static_cast<int32_t>(best);
     if (targets[i] >= 0)
-      rowLoss[i] = std::log(sum) - (row[targets[i]] - top);
+      losses_[i] = std::log(sum) - (row[targets[i]] - top);
     for (int64_t v = 0; v < V; ++v)
       row[v] =
           static_cast<float>(std::exp(static_cast<double>(row[v] - top)) / sum);
@@ -583,7 +583,7 @@ Score Model::forward(const Batch &input, bool keepForBackward) {
   for (int64_t i = 0; i < n; ++i) {
     if (targets[i] < 0)
       continue;
-    score.lossSum += rowLoss[i];
+    score.lossSum += losses_[i];
     score.correct += predictions_[i] == targets[i];
     ++score.count;
   }
@@ -1161,13 +1161,6 @@ void train(Model &model, AdamW &optimizer, int64_t steps, int64_t logEvery,
       tokens = 0;
     }
   }
-}
-
-Score evaluate(Model &model, const std::vector<Batch> &batches) {
-  Score total;
-  for (const Batch &b : batches)
-    total.add(model.forward(b, false));
-  return total;
 }
 
 //===----------------------------------------------------------------------===//

@@ -184,6 +184,9 @@ public:
   void backward();
   /// The most likely token at each position of the last forward() [B, T].
   const std::vector<int32_t> &predictions() const { return predictions_; }
+  /// The loss in nats at each position of the last forward() [B, T]; 0
+  /// where the target is -1.
+  const std::vector<double> &losses() const { return losses_; }
 
   /// Writes the weights to `path` in the safetensors format, with the
   /// model's shape and `metadata` in the header's __metadata__.
@@ -214,6 +217,7 @@ private:
   // The last forward: sizes, tokens, targets and activations.
   int64_t batch_ = 0, time_ = 0;
   std::vector<int32_t> tokens_, targets_, predictions_;
+  std::vector<double> losses_;
   std::vector<std::vector<float>> acts_; // block inputs, then the last output
   std::vector<float> normed_, mean_, rstd_, probs_, flags_;
   int64_t counted_ = 0;
@@ -258,9 +262,6 @@ private:
 /// (loss: the mean over the steps since the last line).
 void train(Model &model, AdamW &optimizer, int64_t steps, int64_t logEvery,
            const std::function<void(Batch &)> &next);
-
-/// The summed score of `model` over `batches`, without gradients.
-Score evaluate(Model &model, const std::vector<Batch> &batches);
 
 //===----------------------------------------------------------------------===//
 // Command lines
