@@ -23,8 +23,10 @@
 #include "lm.h"
 
 #include "BlockRecurrentBlock.h"
+#include "BlockRecurrentLSTMBlock.h"
 #include "SlidingWindowBlock.h"
 #include "SlidingWindowWideBlock.h"
+#include "SlidingWindowWideLSTMBlock.h"
 
 #include <algorithm>
 #include <cmath>
@@ -56,6 +58,11 @@ validation loss in bits per byte.
                        BlockRecurrentBlock, or SlidingWindowWideBlock (no
                        state, a wider MLP: the same size); the others are
                        SlidingWindowBlock (default block-recurrent)
+  --gate=fixed|lstm    the recurrent block's state gate: fixed
+                       (BlockRecurrentBlock, the paper's best on PG19) or
+                       lstm (BlockRecurrentLSTMBlock); with --match=params
+                       the sliding-window model matches that block's size
+                       (SlidingWindowWideLSTMBlock for lstm) (default fixed)
   --match=params|dims   what the sliding-window model matches in the
                        recurrent block's place: its parameter count, with
                        SlidingWindowWideBlock (default), or its dimensions
@@ -79,6 +86,9 @@ validation loss in bits per byte.
   --lr=X               peak learning rate (default 3e-3)
   --warmup=N           warmup steps (default 20)
   --weight-decay=X     AdamW weight decay of matrices (default 0.05)
+  --split=tail|spread  which tenth of the text validates: the last, or the
+                       text cut in 100 pieces, every tenth one (in-domain
+                       text the model has not seen) (default tail)
   --eval-windows=N|all validation windows of --seq bytes, spread evenly
                        over the validation text, or all of it (default all)
   --stream             each batch row reads the text on from where the last
@@ -194,19 +204,26 @@ void addWindow(const std::string &text, int64_t offset, int64_t time,
 
 int main(int argc, char **argv) {
   Options opts(argc, argv, {"help", "eval-only", "stream"},
-               {"variant", "match", "recurrent-layer", "data", "seed", "steps",
-                "batch", "seq", "layers", "lr", "warmup", "weight-decay",
-                "eval-windows", "log-every", "threads", "save", "load"});
+               {"variant", "gate", "match", "split", "recurrent-layer", "data",
+                "seed", "steps", "batch", "seq", "layers", "lr", "warmup",
+                "weight-decay", "eval-windows", "log-every", "threads", "save",
+                "load"});
   if (opts.has("help")) {
     std::fputs(kUsage, stdout);
     return 0;
   }
   std::string variant = opts.get("variant", "block-recurrent");
+  std::string gate = opts.get("gate", "fixed");
+  if (gate != "fixed" && gate != "lstm")
+    fatal("--gate must be fixed or lstm, not '" + gate + "'");
+  bool lstm = gate == "lstm";
   const recur_layer_desc *special = nullptr;
   if (variant == "block-recurrent")
-    special = recur_BlockRecurrentBlock_layer();
+    special = lstm ? recur_BlockRecurrentLSTMBlock_layer()
+                   : recur_BlockRecurrentBlock_layer();
   else if (variant == "sliding-window")
-    special = recur_SlidingWindowWideBlock_layer();
+    special = lstm ? recur_SlidingWindowWideLSTMBlock_layer()
+                   : recur_SlidingWindowWideBlock_layer();
   else
     fatal("--variant must be block-recurrent or sliding-window, not '" +
           variant + "'");
@@ -260,12 +277,32 @@ int main(int argc, char **argv) {
 
   std::string dataPath = opts.get("data", kDefaultData);
   std::string text = readText(dataPath);
-  int64_t trainBytes = static_cast<int64_t>(text.size()) * 9 / 10;
-  std::string trainText = text.substr(0, trainBytes);
-  std::string validText = text.substr(trainBytes);
+  std::string split = opts.get("split", "tail");
+  if (split != "tail" && split != "spread")
+    fatal("--split must be tail or spread, not '" + split + "'");
+  // tail: the last tenth validates; spread: the text in 100 pieces, every
+  // tenth (pieces 9, 19, ..., 99) validating. Each part's pieces are joined.
+  std::vector<bool> textFirst = firstWords(text);
+  std::string trainText, validText;
+  std::vector<bool> validFirst; // firstWords of validText, seams aside
+  int64_t size = static_cast<int64_t>(text.size());
+  int64_t piece = split == "tail" ? size - size * 9 / 10 : (size + 99) / 100;
+  for (int64_t k = 0, at = split == "tail" ? size * 9 / 10 : 0; at < size;
+       ++k, at += piece) {
+    int64_t end = std::min(size, at + piece);
+    if (split == "tail" || k % 10 == 9) {
+      validText.append(text, at, end - at);
+      validFirst.insert(validFirst.end(), textFirst.begin() + at,
+                        textFirst.begin() + end);
+    } else {
+      trainText.append(text, at, end - at);
+    }
+  }
+  if (split == "tail")
+    trainText = text.substr(0, size * 9 / 10);
   if (static_cast<int64_t>(validText.size()) < seq + 1)
     fatal("'" + dataPath + "' has " + std::to_string(text.size()) +
-          " bytes; the validation tenth needs at least --seq + 1 = " +
+          " bytes; its validation tenth needs at least --seq + 1 = " +
           std::to_string(seq + 1));
 
   Model model(config, seed ^ 0x5eedf00dull);
@@ -378,8 +415,6 @@ int main(int argc, char **argv) {
   model.carryStates(stream);
   // The loss of the first words of lines apart from the rest's: what lies
   // beyond a window shows there.
-  // (Of the whole text: the validation text may start in a line.)
-  std::vector<bool> first = firstWords(text);
   Score score, firstScore, restScore;
   size_t row = 0;
   for (const Batch &b : batches) {
@@ -389,8 +424,7 @@ int main(int argc, char **argv) {
       for (int64_t t = 0; t < b.time; ++t) {
         if (b.targets[i * b.time + t] < 0)
           continue;
-        Score &part =
-            first[trainBytes + offsets[row] + t + 1] ? firstScore : restScore;
+        Score &part = validFirst[offsets[row] + t + 1] ? firstScore : restScore;
         part.lossSum += losses[i * b.time + t];
         ++part.count;
       }
