@@ -86,11 +86,14 @@ validation loss in bits per byte.
   --lr=X               peak learning rate (default 3e-3)
   --warmup=N           warmup steps (default 20)
   --weight-decay=X     AdamW weight decay of matrices (default 0.05)
-  --split=tail|spread  which tenth of the text validates: the last, or the
-                       text cut in 100 pieces, every tenth one (in-domain
-                       text the model has not seen) (default tail)
-  --eval-windows=N|all validation windows of --seq bytes, spread evenly
-                       over the validation text, or all of it (default all)
+  --split=tail|spread  which tenth of the text validates: the last, or,
+                       of the text cut in pieces of a hundredth (rounded
+                       up), every tenth one (unseen text of the same kind)
+                       (default tail)
+  --eval-windows=N|all validation windows of --seq bytes: N spread evenly
+                       over the validation text (with --stream, N / --batch
+                       rounded up from the start of each row), or all of it
+                       (default all)
   --stream             each batch row reads the text on from where the last
                        step left it, and the blocks carry their states
                        (recurrent state, K/V cache) from step to step,
@@ -252,14 +255,11 @@ int main(int argc, char **argv) {
   int64_t steps = opts.getInt("steps", 400);
   int64_t batch = opts.getInt("batch", 8);
   int64_t seq = opts.getInt("seq", 128);
-  // -1: all of the validation text.
-  int64_t evalWindows = -1;
-  if (opts.get("eval-windows", "all") != "all")
-    evalWindows = opts.getInt("eval-windows", 0);
+  bool allWindows = opts.get("eval-windows", "all") == "all";
+  int64_t evalWindows = allWindows ? 1 : opts.getInt("eval-windows", 0);
   int64_t logEvery = opts.getInt("log-every", 50);
   bool stream = opts.has("stream");
-  if (steps < 0 || batch < 1 || evalWindows == 0 || evalWindows < -1 ||
-      logEvery < 1)
+  if (steps < 0 || batch < 1 || evalWindows < 1 || logEvery < 1)
     fatal("--steps must be >= 0, --batch, --eval-windows (or all) and "
           "--log-every >= 1");
   // Both layers run blocks of W tokens: the recurrent one steps a block at
@@ -280,17 +280,20 @@ int main(int argc, char **argv) {
   std::string split = opts.get("split", "tail");
   if (split != "tail" && split != "spread")
     fatal("--split must be tail or spread, not '" + split + "'");
-  // tail: the last tenth validates; spread: the text in 100 pieces, every
-  // tenth (pieces 9, 19, ..., 99) validating. Each part's pieces are joined.
+  // tail: the last tenth validates; spread: the text cut into pieces of
+  // ceil(size / 100) bytes (the last one shorter; a text under 9901 bytes
+  // has fewer than 100), every tenth one (9, 19, ...) validating. Each
+  // part's pieces are joined.
   std::vector<bool> textFirst = firstWords(text);
   std::string trainText, validText;
   std::vector<bool> validFirst; // firstWords of validText, seams aside
   int64_t size = static_cast<int64_t>(text.size());
-  int64_t piece = split == "tail" ? size - size * 9 / 10 : (size + 99) / 100;
-  for (int64_t k = 0, at = split == "tail" ? size * 9 / 10 : 0; at < size;
+  bool tail = split == "tail";
+  int64_t piece = tail ? size - size * 9 / 10 : (size + 99) / 100;
+  for (int64_t k = 0, at = tail ? size * 9 / 10 : 0; at < size;
        ++k, at += piece) {
     int64_t end = std::min(size, at + piece);
-    if (split == "tail" || k % 10 == 9) {
+    if (tail || k % 10 == 9) {
       validText.append(text, at, end - at);
       validFirst.insert(validFirst.end(), textFirst.begin() + at,
                         textFirst.begin() + end);
@@ -298,7 +301,7 @@ int main(int argc, char **argv) {
       trainText.append(text, at, end - at);
     }
   }
-  if (split == "tail")
+  if (tail)
     trainText = text.substr(0, size * 9 / 10);
   if (static_cast<int64_t>(validText.size()) < seq + 1)
     fatal("'" + dataPath + "' has " + std::to_string(text.size()) +
@@ -369,7 +372,7 @@ int main(int argc, char **argv) {
   if (stream) {
     int64_t rowBytes = validBytes / batch;
     int64_t perRow = (rowBytes - 1) / seq;
-    if (evalWindows > 0)
+    if (!allWindows)
       perRow = std::min((evalWindows + batch - 1) / batch, perRow);
     if (perRow < 1)
       fatal("the validation text is too short for --batch rows of --seq");
@@ -391,8 +394,7 @@ int main(int argc, char **argv) {
     int64_t span = validBytes - seq - 1;
     // all: windows end to end, the last one ending before the last byte
     // (whose next byte a target would need).
-    bool all = evalWindows < 0;
-    if (all)
+    if (allWindows)
       evalWindows = span / seq + 1;
     for (int64_t done = 0; done < evalWindows; done += batch) {
       Batch b;
@@ -402,7 +404,7 @@ int main(int argc, char **argv) {
       b.targets.resize(b.batch * seq);
       for (int64_t i = 0; i < b.batch; ++i) {
         int64_t k = done + i;
-        int64_t offset = all               ? k * seq
+        int64_t offset = allWindows        ? k * seq
                          : evalWindows > 1 ? span * k / (evalWindows - 1)
                                            : 0;
         offsets.push_back(offset);

@@ -24,6 +24,7 @@ for i in range(n):
 if split == "tail":
     keep = list(range(n * 9 // 10, n))
 else:
+    # Pieces of ceil(n / 100) bytes, every tenth validating.
     piece = -(-n // 100)
     keep = [i for i in range(n) if (i // piece) % 10 == 9]
 valid = [flags[i] for i in keep]
