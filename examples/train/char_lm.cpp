@@ -287,22 +287,21 @@ int main(int argc, char **argv) {
   std::vector<bool> textFirst = firstWords(text);
   std::string trainText, validText;
   std::vector<bool> validFirst; // firstWords of validText, seams aside
-  int64_t size = static_cast<int64_t>(text.size());
-  bool tail = split == "tail";
-  int64_t piece = tail ? size - size * 9 / 10 : (size + 99) / 100;
-  for (int64_t k = 0, at = tail ? size * 9 / 10 : 0; at < size;
-       ++k, at += piece) {
-    int64_t end = std::min(size, at + piece);
-    if (tail || k % 10 == 9) {
-      validText.append(text, at, end - at);
+  auto take = [&](int64_t at, int64_t end, bool valid) {
+    (valid ? validText : trainText).append(text, at, end - at);
+    if (valid)
       validFirst.insert(validFirst.end(), textFirst.begin() + at,
                         textFirst.begin() + end);
-    } else {
-      trainText.append(text, at, end - at);
-    }
+  };
+  int64_t size = static_cast<int64_t>(text.size());
+  if (split == "tail") {
+    take(0, size * 9 / 10, false);
+    take(size * 9 / 10, size, true);
+  } else {
+    int64_t piece = (size + 99) / 100;
+    for (int64_t k = 0, at = 0; at < size; ++k, at += piece)
+      take(at, std::min(size, at + piece), k % 10 == 9);
   }
-  if (tail)
-    trainText = text.substr(0, size * 9 / 10);
   if (static_cast<int64_t>(validText.size()) < seq + 1)
     fatal("'" + dataPath + "' has " + std::to_string(text.size()) +
           " bytes; its validation tenth needs at least --seq + 1 = " +
