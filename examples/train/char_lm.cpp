@@ -310,8 +310,9 @@ int main(int argc, char **argv) {
   Model model(config, seed ^ 0x5eedf00dull);
   std::map<std::string, std::string> metadata = {{"task", "char-lm"},
                                                  {"variant", variant}};
-  std::printf("model: variant %s, %s\n", variant.c_str(),
-              model.summary().c_str());
+  std::printf("model: variant %s, %s, blocks and window of %lld bytes\n",
+              variant.c_str(), model.summary().c_str(),
+              static_cast<long long>(window));
   std::printf("data: %s, %lld bytes (%lld train, %lld validation), "
               "%lld x %lld bytes per step\n",
               dataPath.c_str(), static_cast<long long>(text.size()),
