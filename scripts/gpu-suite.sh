@@ -75,7 +75,7 @@ if [[ $cmd == prepare ]]; then
   soname=$(objdump -p "$omp" | awk '/SONAME/ {print $2}')
   cp -L "$omp" "$out/lib/${soname:-libomp.so}"
   fails=0
-  while IFS='|' read -r name spec cflags rflags; do
+  while IFS='|' read -r name spec cflags rflags gflags; do
     [[ $name =~ ^[[:space:]]*(#|$) ]] && continue
     name=$(echo "$name" | xargs)
     [[ -n ${CASES:-} && ! $name =~ $CASES ]] && continue
@@ -86,8 +86,10 @@ if [[ $cmd == prepare ]]; then
     # are compiled forward only (half the compile time or less).
     forward=--no-backward
     [[ " $rflags " == *" --gradcheck "* ]] && forward=
+    # The CUDA-only flags (the optional fifth field) go to recurc alone:
+    # recur-run --save-case runs the oracle on the CPU.
     # shellcheck disable=SC2086
-    if ! "$build/bin/recurc" "$root/$spec" $cflags $forward --target=cuda:$arch ${RECURC_FLAGS:-} \
+    if ! "$build/bin/recurc" "$root/$spec" $cflags ${gflags:-} $forward --target=cuda:$arch ${RECURC_FLAGS:-} \
            -o "$dir" >"$dir/compile.log" 2>&1; then
       echo "gpu-suite: $name: recurc failed:" >&2
       cat "$dir/compile.log" >&2

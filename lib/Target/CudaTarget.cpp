@@ -209,6 +209,7 @@ mlir::recur::lowerToCuda(ModuleOp module, llvm::LLVMContext &context,
   pipeline.blockThreads = options.blockThreads;
   pipeline.scanUnrollBytes = options.scanUnrollBytes;
   pipeline.scanSpread = options.scanSpread;
+  pipeline.scanWarps = options.scanWarps;
   PassManager pm(module->getContext());
   buildCudaLoweringPipeline(pm, pipeline);
   if (failed(pm.run(module)))

@@ -35,7 +35,8 @@ void ensurePassesRegistered() {
 /// The CPU and CUDA pipelines' common start: recur to loops (those of
 /// independent iterations tagged; a linear scan across channels in groups
 /// of `scanGroup` a thread, or in chunks of `scanChunk` steps, one with few
-/// channels spread over about `scanSpread` threads in chunks, an output of
+/// channels spread over about `scanSpread` threads in chunks (by warps with
+/// `scanWarps`), an output of
 /// `streamStoreBytes` or more in vectors for recur-stream-stores; a recurrent
 /// gla a thread per output column with `glaColumnThreads`; window attention
 /// by tiles of queries in register blocks with `windowTiles`; attention of
@@ -53,15 +54,17 @@ void ensurePassesRegistered() {
 /// tagged loops and linalg's parallel dimensions as scf.parallel, buffers
 /// deallocated.
 std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
-                            int64_t scanSpread, int64_t scanUnrollBytes,
-                            int64_t streamStoreBytes, bool glaColumnThreads,
-                            bool windowTiles, bool attentionProducts,
-                            bool glaProducts, bool blockContractions,
-                            bool interchangeReductions, bool destinations) {
+                            int64_t scanSpread, bool scanWarps,
+                            int64_t scanUnrollBytes, int64_t streamStoreBytes,
+                            bool glaColumnThreads, bool windowTiles,
+                            bool attentionProducts, bool glaProducts,
+                            bool blockContractions, bool interchangeReductions,
+                            bool destinations) {
   return "convert-recur-to-loops{mark-parallel scan-group=" +
          std::to_string(scanGroup) +
          " scan-chunk=" + std::to_string(scanChunk) +
          " scan-spread=" + std::to_string(scanSpread) +
+         " scan-warps=" + (scanWarps ? "true" : "false") +
          " scan-unroll-bytes=" + std::to_string(scanUnrollBytes) +
          " stream-store-bytes=" + std::to_string(streamStoreBytes) +
          " gla-column-threads=" + (glaColumnThreads ? "true" : "false") +
@@ -150,7 +153,8 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
   // see each kernel once).
   std::string text =
       bufferizedLoops(kScanGroupByThreads, /*scanChunk=*/0, /*scanSpread=*/0,
-                      /*scanUnrollBytes=*/0, options.streamStoreBytes,
+                      /*scanWarps=*/false, /*scanUnrollBytes=*/0,
+                      options.streamStoreBytes,
                       /*glaColumnThreads=*/false, /*windowTiles=*/true,
                       /*attentionProducts=*/true,
                       /*glaProducts=*/true,
@@ -206,7 +210,7 @@ void mlir::recur::buildCudaLoweringPipeline(
   // forward nests, a block body's repeats) share one kernel, compiled once.
   std::string text =
       bufferizedLoops(/*scanGroup=*/1, /*scanChunk=*/0, options.scanSpread,
-                      options.scanUnrollBytes,
+                      options.scanWarps, options.scanUnrollBytes,
                       /*streamStoreBytes=*/0,
                       /*glaColumnThreads=*/true,
                       /*windowTiles=*/false,

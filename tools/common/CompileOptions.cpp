@@ -71,6 +71,16 @@ CompileOptions::CompileOptions(cl::OptionCategory &category)
                    "channel; 0: never, 0 to 16777216 (default 65536; "
                    "--target=cuda only)"),
           cl::value_desc("n"), cl::init(mlir::recur::kDefaultCudaScanSpread),
+          cl::cat(category)),
+      cudaScanWarps(
+          "cuda-scan-warps",
+          cl::desc("The chunks of --cuda-scan-spread's form go by warps "
+                   "instead of a thread each: a warp's 32 lanes take 32 "
+                   "consecutive steps at a time (contiguous loads and "
+                   "stores) and compose them by warp shuffles (nothing is "
+                   "spread with --cuda-scan-spread=0); needs "
+                   "--cuda-block-threads a multiple of 32 (default off: "
+                   "not yet run on a GPU; --target=cuda only)"),
           cl::cat(category)) {}
 
 int64_t CompileOptions::streamStoreBytesValue() const {
@@ -83,9 +93,10 @@ CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
   if (!cuda) {
     if (cudaBlockThreads.getNumOccurrences() ||
         cudaScanUnrollBytes.getNumOccurrences() ||
-        cudaScanSpread.getNumOccurrences())
-      return std::string("--cuda-block-threads, --cuda-scan-unroll-bytes and "
-                         "--cuda-scan-spread need --target=cuda");
+        cudaScanSpread.getNumOccurrences() || cudaScanWarps.getNumOccurrences())
+      return std::string("--cuda-block-threads, --cuda-scan-unroll-bytes, "
+                         "--cuda-scan-spread and --cuda-scan-warps need "
+                         "--target=cuda");
     return std::nullopt;
   }
   if (cudaBlockThreads < 1 || cudaBlockThreads > 1024)
@@ -97,8 +108,13 @@ CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
   if (cudaScanSpread < 0 || cudaScanSpread > (int64_t(1) << 24))
     return "--cuda-scan-spread must be 0 to 16777216, not " +
            std::to_string(cudaScanSpread);
+  if (cudaScanWarps && cudaBlockThreads % 32 != 0)
+    return "--cuda-scan-warps needs --cuda-block-threads a multiple of 32, "
+           "not " +
+           std::to_string(cudaBlockThreads);
   cuda->blockThreads = cudaBlockThreads;
   cuda->scanUnrollBytes = cudaScanUnrollBytes;
   cuda->scanSpread = cudaScanSpread;
+  cuda->scanWarps = cudaScanWarps;
   return std::nullopt;
 }

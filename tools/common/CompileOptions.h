@@ -39,6 +39,7 @@ struct CompileOptions {
   llvm::cl::opt<int64_t> cudaBlockThreads;
   llvm::cl::opt<int64_t> cudaScanUnrollBytes;
   llvm::cl::opt<int64_t> cudaScanSpread;
+  llvm::cl::opt<bool> cudaScanWarps;
 
   /// --stream-store-bytes as the pipelines take it.
   int64_t streamStoreBytesValue() const;

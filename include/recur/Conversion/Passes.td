@@ -175,6 +175,24 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            /*default=*/"256",
            "The fewest steps of a chunk of scan-spread's form (at least "
            "1)">,
+    Option<"scanWarps", "scan-warps", "bool", /*default=*/"false",
+           "scan-spread's chunks go by the lanes of a GPU warp instead of a "
+           "thread each (for the GPU only: the loops exchange values with "
+           "gpu.shuffle): chunks of max(scan-spread-chunk, ceil(32 T c / "
+           "N)) steps rounded up to a warp's loads, about N threads in all; "
+           "lane i takes step 32 r + i of each round r of 32 steps, so a "
+           "warp's loads and stores are contiguous, loading an eighth of "
+           "scan-unroll-bytes of each input ahead (1 to 8 rounds); each "
+           "round's steps are composed across the lanes by five shuffles up "
+           "(Hillis and Steele) and the carry comes from lane 31. The lanes "
+           "are the innermost loop of their nest, tagged "
+           "`recur.warp_lanes`">,
+    Option<"scanWarpsEmulated", "scan-warps-emulated", "bool",
+           /*default=*/"false",
+           "scan-warps' form with a warp's 32 lanes side by side in each "
+           "iteration of the nest (no lane loop, no gpu.shuffle: a lane's "
+           "value from another is taken directly), so that the form's "
+           "arithmetic runs on the CPU (for tests; implies scan-warps)">,
     Option<"streamStoreBytes", "stream-store-bytes", "int64_t",
            /*default=*/"0",
            "A linear_scan of f32 or f64 in groups (see scan-group) whose "
@@ -232,6 +250,7 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::func::FuncDialect",
     "::mlir::complex::ComplexDialect",
+    "::mlir::gpu::GPUDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect",
@@ -257,6 +276,14 @@ def RecurParallelizeLoops : Pass<"recur-parallelize-loops",
     another one (from the tags or from `convert-linalg-to-parallel-loops`)
     is turned back into `scf.for` loops, so `convert-scf-to-openmp` forks
     threads once per nest and never nests thread teams.
+
+    The lanes of a warp (a loop tagged `recur.warp_lanes` as well:
+    linear_scan's warp form, `scan-warps`) may all write the same value to
+    one element, so for them only the in-place yields and the writes into
+    captured buffers are checked; they exchange values by `gpu.shuffle`, so
+    a lane loop that cannot become parallel, or that stays nested in
+    another parallel loop instead of merging into it as its last
+    dimension, is an error.
 
     Before (bufferized):
 
@@ -657,7 +684,11 @@ def RecurGpuOffload : Pass<"recur-gpu-offload", "::mlir::func::FuncOp"> {
     and nested parallel loops run sequentially in their thread. A buffer
     whose size device code computes, or host control (a loop bound, an
     allocation size) that depends on a value device code computes, is an
-    error at its location.
+    error at its location. So is a `gpu.shuffle` (the lanes of a warp
+    exchanging values: linear_scan's warp form) anywhere but in an
+    outermost parallel loop whose last dimension runs from 0 to 32 step 1,
+    launched in blocks of a multiple of 32 threads, which makes those
+    iterations the lanes of one warp.
 
     The launches are outlined into kernels by `gpu-kernel-outlining`.
   }];

@@ -43,6 +43,7 @@ struct CudaTargetOptions {
   int64_t blockThreads = kDefaultCudaBlockThreads;
   int64_t scanUnrollBytes = kDefaultCudaScanUnrollBytes;
   int64_t scanSpread = kDefaultCudaScanSpread;
+  bool scanWarps = false;
   /// The CUDA toolkit (bin/ptxas, bin/fatbinary, nvvm/libdevice); empty:
   /// findCudaToolkit().
   std::string toolkit;

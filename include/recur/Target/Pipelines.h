@@ -71,6 +71,10 @@ struct CudaPipelineOptions {
   /// Threads a linear scan of few channels spreads over in chunks of time
   /// (convert-recur-to-loops' scan-spread; 0: none).
   int64_t scanSpread = kDefaultCudaScanSpread;
+  /// Whether those chunks go by the lanes of a warp, exchanging values by
+  /// shuffles (convert-recur-to-loops' scan-warps), instead of a thread
+  /// each.
+  bool scanWarps = false;
 };
 
 /// recur to the LLVM dialect for CUDA: the CPU pipeline's loops up to

@@ -11,12 +11,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "recur/Conversion/RecurToGPU/RecurToGPU.h"
+#include "recur/Conversion/RecurToLoops/RecurToLoops.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -101,7 +103,8 @@ public:
     if (func.isExternal() || func.isPrivate())
       return;
     keepHelperListsOnHost(func);
-    if (failed(placeBlock(func.getBody().front())) ||
+    if (failed(checkWarpShuffles(func)) ||
+        failed(placeBlock(func.getBody().front())) ||
         failed(offloadBlock(func.getBody().front())))
       return signalPassFailure();
     for (gpu::LaunchOp launch : launches)
@@ -120,6 +123,44 @@ private:
   SmallVector<gpu::LaunchOp> launches;
 
   bool isHostBuffer(Value v) const { return hostBuffers.contains(v); }
+
+  /// The threads per block of the launches of parallel loops.
+  int64_t threadsPerBlock() const {
+    return std::clamp<int64_t>(blockThreads, 1, 1024);
+  }
+
+  /// A gpu.shuffle (the warp form of a linear scan) exchanges values
+  /// between the lanes of a warp, so it must stand in an outermost
+  /// scf.parallel whose last dimension is the lanes, 0 to kWarpLanes step
+  /// 1: its launch makes them the lanes of one warp (the last dimension
+  /// varies fastest) when a block is a whole number of warps. Anywhere else
+  /// it would exchange values with threads doing other work. (That the
+  /// lanes are that dimension, and not a loop run one lane after another
+  /// inside it, recur-parallelize-loops makes sure; a shuffle that lands in
+  /// a single-thread launch is refused there, in flushGroup.)
+  LogicalResult checkWarpShuffles(func::FuncOp func) {
+    WalkResult result = func.walk([&](gpu::ShuffleOp shuffle) {
+      auto loop = shuffle->getParentOfType<scf::ParallelOp>();
+      unsigned last = loop ? loop.getNumLoops() - 1 : 0;
+      if (!loop || loop->getParentOfType<scf::ParallelOp>() ||
+          !isConstantIntValue(loop.getLowerBound()[last], 0) ||
+          !isConstantIntValue(loop.getStep()[last], 1) ||
+          !isConstantIntValue(loop.getUpperBound()[last], kWarpLanes)) {
+        shuffle.emitError("cannot run on the GPU: a warp shuffle outside the "
+                          "last dimension of a parallel loop over the ")
+            << kWarpLanes << " lanes of a warp";
+        return WalkResult::interrupt();
+      }
+      if (threadsPerBlock() % kWarpLanes != 0) {
+        shuffle.emitError("cannot run on the GPU: a warp shuffle in blocks of ")
+            << threadsPerBlock() << " threads, not a multiple of the "
+            << kWarpLanes << " lanes of a warp";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    return failure(result.wasInterrupted());
+  }
 
   /// The buffers of static shape that `func` allocates and passes to a
   /// private function (a host helper: the deallocation pipeline's
@@ -295,6 +336,15 @@ private:
   LogicalResult flushGroup(SmallVectorImpl<Operation *> &group) {
     if (group.empty())
       return success();
+    for (Operation *op : group) {
+      WalkResult shuffled = op->walk([](gpu::ShuffleOp shuffle) {
+        shuffle.emitError("cannot run on the GPU: a warp shuffle in "
+                          "single-thread device code");
+        return WalkResult::interrupt();
+      });
+      if (shuffled.wasInterrupted())
+        return failure();
+    }
     Operation *last = group.back();
     Location loc = last->getLoc();
     OpBuilder b(last->getBlock(), std::next(last->getIterator()));
@@ -364,8 +414,7 @@ private:
       counts.push_back(n);
       total = arith::MulIOp::create(b, loc, total, n);
     }
-    Value threads = arith::ConstantIndexOp::create(
-        b, loc, std::clamp<int64_t>(blockThreads, 1, 1024));
+    Value threads = arith::ConstantIndexOp::create(b, loc, threadsPerBlock());
     Value blocks = arith::CeilDivSIOp::create(b, loc, total, threads);
     Value any =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, total, zero);

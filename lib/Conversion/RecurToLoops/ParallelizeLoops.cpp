@@ -189,23 +189,34 @@ bool capturedWritesOwnElements(scf::ForOp loop) {
 }
 
 /// Whether every iteration argument of `loop` is a memref that each
+/// iteration yields back unchanged: the loop updates its buffers in place.
+bool yieldsInPlace(scf::ForOp loop) {
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  return llvm::all_of(
+      llvm::zip_equal(loop.getRegionIterArgs(), yield.getOperands()),
+      [](auto pair) {
+        auto [arg, yielded] = pair;
+        return isa<MemRefType>(arg.getType()) &&
+               loops::inPlaceSource(yielded) == arg;
+      });
+}
+
+/// Whether every iteration argument of `loop` is a memref that each
 /// iteration yields back unchanged and writes only at positions placed by
 /// the induction variable: the iterations then write disjoint parts of the
 /// buffers the loop was given, in place.
 bool writesInPlace(scf::ForOp loop) {
-  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
-  for (auto [arg, yielded] :
-       llvm::zip_equal(loop.getRegionIterArgs(), yield.getOperands()))
-    if (!isa<MemRefType>(arg.getType()) ||
-        loops::inPlaceSource(yielded) != arg ||
-        !writesOwnElements(arg, loop, /*indexed=*/false))
-      return false;
-  return capturedWritesOwnElements(loop);
+  return yieldsInPlace(loop) &&
+         llvm::all_of(loop.getRegionIterArgs(),
+                      [&](Value arg) {
+                        return writesOwnElements(arg, loop, /*indexed=*/false);
+                      }) &&
+         capturedWritesOwnElements(loop);
 }
 
 /// Replaces a tagged, in-place `loop` by an scf.parallel with the same body;
 /// its iteration arguments and results become the buffers it was given.
-void toParallel(RewriterBase &rewriter, scf::ForOp loop) {
+scf::ParallelOp toParallel(RewriterBase &rewriter, scf::ForOp loop) {
   rewriter.setInsertionPoint(loop);
   auto parallel = scf::ParallelOp::create(
       rewriter, loop.getLoc(), ValueRange{loop.getLowerBound()},
@@ -219,6 +230,7 @@ void toParallel(RewriterBase &rewriter, scf::ForOp loop) {
   rewriter.setInsertionPointToEnd(body);
   scf::ReduceOp::create(rewriter, loop.getLoc());
   rewriter.replaceOp(loop, loop.getInitArgs());
+  return parallel;
 }
 
 /// Replaces an scf.parallel without reductions by a nest of scf.for loops,
@@ -255,11 +267,24 @@ struct RecurParallelizeLoopsPass
       if (loop->hasAttr(loops::kParallelAttrName))
         tagged.push_back(loop);
     });
+    // The lanes of a warp (kWarpLanesAttrName) may all write a warp's
+    // result (the same value) to one element: their iteration arguments'
+    // writes are not checked. They exchange values by gpu.shuffle, so they
+    // must run in parallel: otherwise an error.
     for (scf::ForOp loop : tagged) {
-      if (writesInPlace(loop))
-        toParallel(rewriter, loop);
-      else
+      bool lanes = loop->hasAttr(kWarpLanesAttrName);
+      if (lanes ? yieldsInPlace(loop) && capturedWritesOwnElements(loop)
+                : writesInPlace(loop)) {
+        scf::ParallelOp parallel = toParallel(rewriter, loop);
+        if (lanes)
+          parallel->setAttr(kWarpLanesAttrName, rewriter.getUnitAttr());
+      } else if (lanes) {
+        loop.emitError("the lanes of a warp cannot run in parallel: "
+                       "bufferization did not update their buffers in place");
+        return signalPassFailure();
+      } else {
         loop->removeAttr(loops::kParallelAttrName);
+      }
     }
 
     // Merge perfect nests (scf.parallel's canonicalization does exactly
@@ -270,13 +295,26 @@ struct RecurParallelizeLoopsPass
       return signalPassFailure();
 
     // One thread team per nest: a parallel loop inside another runs on the
-    // thread that reached it.
+    // thread that reached it. A warp's lanes that did not merge into the
+    // parallel loop around them (the merged loop does not keep the tag)
+    // would run one lane after another: an error.
     SmallVector<scf::ParallelOp> nested;
-    func.walk([&](scf::ParallelOp parallel) {
-      if (parallel->getParentOfType<scf::ParallelOp>() &&
-          parallel.getNumReductions() == 0)
+    WalkResult unmerged = func.walk([&](scf::ParallelOp parallel) {
+      bool inner = parallel->getParentOfType<scf::ParallelOp>() != nullptr;
+      if (parallel->hasAttr(kWarpLanesAttrName)) {
+        if (inner) {
+          parallel.emitError("the lanes of a warp did not merge into the "
+                             "parallel loop around them");
+          return WalkResult::interrupt();
+        }
+        parallel->removeAttr(kWarpLanesAttrName);
+      }
+      if (inner && parallel.getNumReductions() == 0)
         nested.push_back(parallel);
+      return WalkResult::advance();
     });
+    if (unmerged.wasInterrupted())
+      return signalPassFailure();
     for (scf::ParallelOp parallel : nested)
       toSequential(rewriter, parallel);
   }

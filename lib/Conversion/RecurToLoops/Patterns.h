@@ -27,7 +27,9 @@ namespace recur::loops {
 /// tagged kStreamStoresAttrName; one channel at
 /// a time, `scanUnrollBytes` of each input an iteration, loads first, and
 /// with `scanSpread` > 0 and few channels, in chunks of at least
-/// `scanSpreadChunk` steps over about `scanSpread` threads), and a
+/// `scanSpreadChunk` steps over about `scanSpread` threads, each chunk
+/// swept by the lanes of a GPU warp with `scanWarps`, or by the lanes side
+/// by side in one iteration with `emulateWarps`), and a
 /// recurrent gla runs a thread per output column when `glaColumnThreads`
 /// is set; a chunked gated_linear_attention and
 /// gated_linear_attention_grad take their product form where it applies
@@ -36,7 +38,7 @@ void populateScanPatterns(RewritePatternSet &patterns, int64_t scanGroup,
                           int64_t scanChunk, int64_t streamStoreBytes,
                           int64_t scanUnrollBytes, bool glaColumnThreads,
                           int64_t scanSpread, int64_t scanSpreadChunk,
-                          bool glaProducts);
+                          bool scanWarps, bool emulateWarps, bool glaProducts);
 
 /// The longest chunk the product forms of gated_linear_attention and its
 /// grad take (GlaProducts.cpp): their decays must then be at least

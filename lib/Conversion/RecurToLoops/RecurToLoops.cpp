@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Complex/IR/Complex.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -54,7 +55,7 @@ struct ConvertRecurToLoopsPass
     populateRecurToLoopsPatterns(
         patterns, scanGroup, scanChunk, streamStoreBytes, scanUnrollBytes,
         glaColumnThreads, windowTiles, attentionProducts, scanSpread,
-        scanSpreadChunk, glaProducts);
+        scanSpreadChunk, scanWarps, scanWarpsEmulated, glaProducts);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
@@ -72,10 +73,12 @@ void mlir::recur::populateRecurToLoopsPatterns(
     RewritePatternSet &patterns, int64_t scanGroup, int64_t scanChunk,
     int64_t streamStoreBytes, int64_t scanUnrollBytes, bool glaColumnThreads,
     bool windowTiles, bool attentionProducts, int64_t scanSpread,
-    int64_t scanSpreadChunk, bool glaProducts) {
+    int64_t scanSpreadChunk, bool scanWarps, bool emulateWarps,
+    bool glaProducts) {
   loops::populateScanPatterns(patterns, scanGroup, scanChunk, streamStoreBytes,
                               scanUnrollBytes, glaColumnThreads, scanSpread,
-                              scanSpreadChunk, glaProducts);
+                              scanSpreadChunk, scanWarps, emulateWarps,
+                              glaProducts);
   loops::populateGatePatterns(patterns);
   loops::populateAttentionPatterns(patterns, windowTiles, attentionProducts);
   loops::populateBlockPatterns(patterns);

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Complex/IR/Complex.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -104,6 +105,98 @@ constexpr int64_t kSpreadFactor = 8;
 constexpr int64_t kMaxSpreadLevels = 2;
 constexpr StringLiteral kSpreadLevelAttrName = "recur.spread_level";
 
+/// One of a float or complex type.
+Value oneOf(OpBuilder &b, Location loc, Type elem) {
+  if (auto complexType = dyn_cast<ComplexType>(elem))
+    return complex::CreateOp::create(
+        b, loc, elem, floatConst(b, loc, complexType.getElementType(), 1.0),
+        zeroOf(b, loc, complexType.getElementType()));
+  return floatConst(b, loc, elem, 1.0);
+}
+
+/// `value` from lane `offset` below this one (UP; a lane below `offset`
+/// gets its own back) or from lane `offset` (IDX) of the warp; a complex
+/// value part by part.
+Value warpShuffle(OpBuilder &b, Location loc, Value value, int32_t offset,
+                  gpu::ShuffleMode mode) {
+  if (auto complexType = dyn_cast<ComplexType>(value.getType())) {
+    Value re = complex::ReOp::create(b, loc, value);
+    Value im = complex::ImOp::create(b, loc, value);
+    return complex::CreateOp::create(b, loc, complexType,
+                                     warpShuffle(b, loc, re, offset, mode),
+                                     warpShuffle(b, loc, im, offset, mode));
+  }
+  return gpu::ShuffleOp::create(b, loc, value, offset, kWarpLanes, mode)
+      .getShuffleResult();
+}
+
+/// The lanes of a warp as the warp form of a scan builds them. On the GPU,
+/// one lane's values (`lane`, the innermost loop's induction variable),
+/// exchanged by gpu.shuffle. Emulated (scan-warps-emulated, which tests the
+/// form on the CPU), all kWarpLanes lanes' values side by side in one
+/// iteration (`lane` null), a lane's value from another taken directly.
+/// A value per lane is a list of count() values.
+struct Warp {
+  Value lane;
+
+  int64_t count() const { return lane ? 1 : kWarpLanes; }
+
+  /// The index of the i-th lane of the list.
+  Value laneIndex(OpBuilder &b, Location loc, int64_t i) const {
+    return lane ? lane : indexConst(b, loc, i);
+  }
+
+  /// Whether the i-th lane of the list is at or above `offset`.
+  Value atLeast(OpBuilder &b, Location loc, int64_t i, int64_t offset) const {
+    if (lane)
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, lane,
+                                   indexConst(b, loc, offset));
+    return arith::ConstantIntOp::create(b, loc, i >= offset, 1);
+  }
+
+  /// Each lane's value from the lane `offset` below it (its own below
+  /// `offset`).
+  SmallVector<Value> up(OpBuilder &b, Location loc, ArrayRef<Value> values,
+                        int32_t offset) const {
+    if (lane)
+      return {warpShuffle(b, loc, values[0], offset, gpu::ShuffleMode::UP)};
+    SmallVector<Value> result;
+    for (int64_t i = 0; i < kWarpLanes; ++i)
+      result.push_back(values[i >= offset ? i - offset : i]);
+    return result;
+  }
+
+  /// The last lane's value (the same in every lane).
+  Value last(OpBuilder &b, Location loc, ArrayRef<Value> values) const {
+    if (lane)
+      return warpShuffle(b, loc, values[0], kWarpLanes - 1,
+                         gpu::ShuffleMode::IDX);
+    return values.back();
+  }
+};
+
+/// The inclusive scan across the lanes of a warp of their steps h -> a h +
+/// x, in lane order: lane i gets (A, X) with h -> A h + X the steps of
+/// lanes 0 to i composed (Hillis and Steele: five rounds of shuffles up,
+/// each lane at or above the offset composing the lanes' below before its
+/// own). `a` and `x` hold a value per lane (Warp); so do the results.
+std::pair<SmallVector<Value>, SmallVector<Value>>
+warpScan(OpBuilder &b, Location loc, const Warp &warp, SmallVector<Value> a,
+         SmallVector<Value> x) {
+  for (int32_t offset = 1; offset < kWarpLanes; offset *= 2) {
+    SmallVector<Value> aBelow = warp.up(b, loc, a, offset);
+    SmallVector<Value> xBelow = warp.up(b, loc, x, offset);
+    for (int64_t i = 0; i < warp.count(); ++i) {
+      Value has = warp.atLeast(b, loc, i, offset);
+      Value composedX = add(b, loc, mul(b, loc, a[i], xBelow[i]), x[i]);
+      Value composedA = mul(b, loc, a[i], aBelow[i]);
+      x[i] = arith::SelectOp::create(b, loc, has, composedX, x[i]);
+      a[i] = arith::SelectOp::create(b, loc, has, composedA, a[i]);
+    }
+  }
+  return {std::move(a), std::move(x)};
+}
+
 /// The thread count a kernel's parallel loops run with
 /// (`omp_get_max_threads`), declared in the module on first use; it
 /// allocates nothing (see recur-workspace-bound).
@@ -142,7 +235,8 @@ Value atLeastBytes(OpBuilder &b, Location loc, ArrayRef<Value> sizes, Type elem,
 struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
   LinearScanToLoops(MLIRContext *context, int64_t scanGroup, int64_t scanChunk,
                     int64_t streamStoreBytes, int64_t scanUnrollBytes,
-                    int64_t scanSpread, int64_t scanSpreadChunk)
+                    int64_t scanSpread, int64_t scanSpreadChunk, bool scanWarps,
+                    bool emulateWarps)
       : OpRewritePattern(context),
         scanGroup(scanGroup == kScanGroupByThreads
                       ? kScanGroupByThreads
@@ -151,7 +245,8 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
         streamStoreBytes(std::max<int64_t>(streamStoreBytes, 0)),
         scanUnrollBytes(std::max<int64_t>(scanUnrollBytes, 0)),
         scanSpread(std::max<int64_t>(scanSpread, 0)),
-        scanSpreadChunk(std::max<int64_t>(scanSpreadChunk, 1)) {
+        scanSpreadChunk(std::max<int64_t>(scanSpreadChunk, 1)),
+        scanWarps(scanWarps || emulateWarps), emulateWarps(emulateWarps) {
     // The spread form's carries are a linear_scan of their own, lowered by
     // this pattern again (at most kMaxSpreadLevels deep).
     setHasBoundedRewriteRecursion();
@@ -171,6 +266,13 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
   int64_t scanSpread;
   /// The fewest steps of a chunk of the spread form.
   int64_t scanSpreadChunk;
+  /// Whether the spread form sweeps each chunk with the lanes of a GPU warp
+  /// (see warpSweep) instead of one thread.
+  bool scanWarps;
+  /// Whether the warp form keeps a warp's lanes side by side in one
+  /// iteration instead of a loop of them exchanging values by gpu.shuffle:
+  /// the same arithmetic, runnable on the CPU (a test of the form).
+  bool emulateWarps;
 
   /// The steps an iteration of a scan one channel at a time takes: those of
   /// scanUnrollBytes of each input (at least 1, at most kMaxScanUnroll).
@@ -179,6 +281,14 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
     return bytes ? std::clamp<int64_t>(scanUnrollBytes / *bytes, 1,
                                        kMaxScanUnroll)
                  : 1;
+  }
+
+  /// The rounds of kWarpLanes steps each lane of the warp form loads before
+  /// it scans them: an eighth of unrollSteps (so each lane has an eighth of
+  /// scanUnrollBytes of each input in flight), at least 1 (at most 8, as
+  /// unrollSteps is at most kMaxScanUnroll).
+  int64_t warpRounds(Type elem) const {
+    return std::max<int64_t>(unrollSteps(elem) / 8, 1);
   }
 
   /// The nesting depth of `op` in the spread form (0: not nested).
@@ -268,7 +378,7 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
       rewriter.replaceOp(op, buildChunked(rewriter, loc, op, sizes, lastSizes,
                                           hInit, lastInit, aAt, carryInit,
                                           indexConst(rewriter, loc, scanChunk),
-                                          /*nestedLevel=*/0));
+                                          /*nestedLevel=*/0, /*warps=*/false));
       return success();
     }
 
@@ -592,16 +702,7 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
                                 Value hs) const {
     Type elem = cast<RankedTensorType>(op.getH().getType()).getElementType();
     int64_t axis = op.getAxisAttr().getInt();
-    Value other = hs;
-    if (!hs) {
-      auto complexType = dyn_cast<ComplexType>(elem);
-      other = complexType
-                  ? Value(complex::CreateOp::create(
-                        b, l, elem,
-                        floatConst(b, l, complexType.getElementType(), 1.0),
-                        zeroOf(b, l, complexType.getElementType())))
-                  : floatConst(b, l, elem, 1.0);
-    }
+    Value other = hs ? hs : oneOf(b, l, elem);
     // From step 0 the loop's index is the step.
     bool fromZero = getConstantIntValue(first) == 0;
     auto steps = [&](OpBuilder &tb, Location tl, ArrayRef<Value> ms,
@@ -632,6 +733,111 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
         b, l, indexConst(b, l, 0), n, iters,
         [&](OpBuilder &tb, Location tl, ValueRange m, ValueRange iter) {
           return steps(tb, tl, {m[0]}, iter);
+        });
+  }
+
+  /// sweepSteps by the lanes of a warp (`warp`: on the GPU the innermost
+  /// loop of a kWarpLanesAttrName nest): steps [first, end) in rounds of
+  /// kWarpLanes, lane i taking step first + 32 r + i of round r, so that a
+  /// warp's loads and stores are contiguous. Each iteration loads
+  /// warpRounds rounds (a step past `end` is the identity, a = 1 and x =
+  /// 0, read from step end - 1 and not written), then for each round scans
+  /// the lanes' steps (warpScan), applies them to the carry, writes h (with
+  /// `hs`) and takes the carry from lane 31. Returns what sweepSteps
+  /// returns, the same in every lane: {hs written, or the decay product of
+  /// the steps without `hs`; the state after step end - 1}.
+  template <typename AAt>
+  SmallVector<Value> warpSweep(OpBuilder &b, Location l, LinearScanOp op,
+                               AAt &aAt, ValueRange outer, Value length,
+                               Value first, Value end, const Warp &warp,
+                               Value h0, Value hs) const {
+    Type elem = cast<RankedTensorType>(op.getH().getType()).getElementType();
+    int64_t axis = op.getAxisAttr().getInt();
+    int64_t rounds = warpRounds(elem);
+    Value identity = oneOf(b, l, elem);
+    Value zero = zeroOf(b, l, elem);
+    Value group = indexConst(b, l, kWarpLanes * rounds);
+    Value groups = arith::CeilDivUIOp::create(
+        b, l, arith::SubIOp::create(b, l, end, first), group);
+    Value lastStep = arith::SubIOp::create(b, l, end, indexConst(b, l, 1));
+    SmallVector<Value> iters{hs ? hs : identity, h0};
+    return buildLoop(
+        b, l, indexConst(b, l, 0), groups, iters,
+        [&](OpBuilder &gb, Location gl, ValueRange g, ValueRange iter) {
+          Value base = arith::AddIOp::create(
+              gb, gl, first, arith::MulIOp::create(gb, gl, g[0], group));
+          // Round r, lane i: [r][i].
+          SmallVector<SmallVector<Value>> inside(rounds), as(rounds),
+              xs(rounds);
+          SmallVector<SmallVector<SmallVector<Value>>> idx(rounds);
+          for (int64_t r = 0; r < rounds; ++r) {
+            for (int64_t i = 0; i < warp.count(); ++i) {
+              Value t = arith::AddIOp::create(
+                  gb, gl, base,
+                  arith::AddIOp::create(gb, gl, warp.laneIndex(gb, gl, i),
+                                        indexConst(gb, gl, r * kWarpLanes)));
+              inside[r].push_back(arith::CmpIOp::create(
+                  gb, gl, arith::CmpIPredicate::ult, t, end));
+              Value pos = stepPosition(
+                  gb, gl, arith::MinUIOp::create(gb, gl, t, lastStep), length,
+                  op.getReverse());
+              idx[r].push_back(withTimeIndex(outer, axis, pos));
+              // One statement each: argument order is unspecified.
+              Value at = aAt(gb, gl, idx[r].back());
+              Value xt = extractAt(gb, gl, op.getB(), idx[r].back());
+              as[r].push_back(arith::SelectOp::create(gb, gl, inside[r].back(),
+                                                      at, identity));
+              xs[r].push_back(
+                  arith::SelectOp::create(gb, gl, inside[r].back(), xt, zero));
+            }
+          }
+          Value acc = iter[0], h = iter[1];
+          for (int64_t r = 0; r < rounds; ++r) {
+            auto [a, x] = warpScan(gb, gl, warp, as[r], xs[r]);
+            SmallVector<Value> states;
+            for (int64_t i = 0; i < warp.count(); ++i)
+              states.push_back(add(gb, gl, mul(gb, gl, a[i], h), x[i]));
+            if (hs && warp.lane) {
+              // On the GPU each lane writes its step if it is one.
+              auto write = scf::IfOp::create(gb, gl, TypeRange{acc.getType()},
+                                             inside[r][0],
+                                             /*withElseRegion=*/true);
+              OpBuilder tb =
+                  OpBuilder::atBlockEnd(&write.getThenRegion().front());
+              scf::YieldOp::create(tb, gl,
+                                   insertAt(tb, gl, states[0], acc, idx[r][0]));
+              OpBuilder eb =
+                  OpBuilder::atBlockEnd(&write.getElseRegion().front());
+              scf::YieldOp::create(eb, gl, acc);
+              acc = write.getResult(0);
+            } else if (hs) {
+              // Emulated, a loop over the lanes that hold steps (the first
+              // min(32, end - start) of the round: a chain of 32 branches
+              // updating one tensor takes bufferization minutes).
+              Value start = arith::AddIOp::create(
+                  gb, gl, base, indexConst(gb, gl, r * kWarpLanes));
+              Value count = arith::SubIOp::create(
+                  gb, gl, arith::MaxUIOp::create(gb, gl, end, start), start);
+              count = arith::MinUIOp::create(gb, gl, count,
+                                             indexConst(gb, gl, kWarpLanes));
+              Value row = tensor::FromElementsOp::create(gb, gl, states);
+              acc = buildLoop(gb, gl, indexConst(gb, gl, 0), count, acc,
+                              [&](OpBuilder &jb, Location jl, ValueRange j,
+                                  ValueRange out) {
+                                Value pos = stepPosition(
+                                    jb, jl,
+                                    arith::AddIOp::create(jb, jl, start, j[0]),
+                                    length, op.getReverse());
+                                return SmallVector<Value>{insertAt(
+                                    jb, jl, extractAt(jb, jl, row, j), out[0],
+                                    withTimeIndex(outer, axis, pos))};
+                              })[0];
+            } else {
+              acc = mul(gb, gl, warp.last(gb, gl, a), acc);
+            }
+            h = warp.last(gb, gl, states);
+          }
+          return SmallVector<Value>{acc, h};
         });
   }
 
@@ -677,15 +883,28 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
     Value channels = indexConst(rewriter, loc, 1);
     for (Value size : lastSizes)
       channels = arith::MulIOp::create(rewriter, loc, channels, size);
-    // In chunks of max(scanSpreadChunk, ceil(T c / scanSpread)) steps.
+    // In chunks of max(scanSpreadChunk, ceil(T c / scanSpread)) steps; by
+    // warps, of max(scanSpreadChunk, ceil(32 T c / scanSpread)) rounded up
+    // to a warp's loads (only a channel's last chunk then has steps past
+    // its end).
     auto chunked = [&](OpBuilder &b) {
       Value steps = arith::MulIOp::create(b, loc, sizes[axis], channels);
+      if (scanWarps)
+        steps = arith::MulIOp::create(b, loc, steps,
+                                      indexConst(b, loc, kWarpLanes));
       Value chunk = arith::MaxUIOp::create(
           b, loc, indexConst(b, loc, scanSpreadChunk),
           arith::CeilDivUIOp::create(b, loc, steps,
                                      indexConst(b, loc, scanSpread)));
+      if (scanWarps) {
+        Type elem = getElementTypeOrSelf(op.getH());
+        Value group = indexConst(b, loc, kWarpLanes * warpRounds(elem));
+        chunk = arith::MulIOp::create(
+            b, loc, arith::CeilDivUIOp::create(b, loc, chunk, group), group);
+      }
       return buildChunked(b, loc, op, sizes, lastSizes, hInit, lastInit, aAt,
-                          carryInit, chunk, /*nestedLevel=*/level + 1);
+                          carryInit, chunk, /*nestedLevel=*/level + 1,
+                          scanWarps);
     };
     // Longer than one chunk, and (a scan not nested, whose channels are
     // its parent's) few channels.
@@ -1268,15 +1487,17 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
   ///     form lowers again: carry_k is its state k - 1;
   ///  3. each chunk again from its carry, writing h.
   /// Steps 1 and 3 are independent over channels and chunks (a GPU thread
-  /// each), step 2 over channels. Each sweep of a chunk takes unrollSteps
-  /// steps an iteration, their loads first. The result is the recurrence
-  /// up to rounding (h_t regrouped as P carry + H).
+  /// each, or with `warps` a warp each: warpSweep, the lanes the innermost
+  /// loop of the nest, tagged kWarpLanesAttrName), step 2 over channels.
+  /// Each sweep of a chunk by a thread takes unrollSteps steps an
+  /// iteration, their loads first. The result is the recurrence up to
+  /// rounding (h_t regrouped as P carry + H).
   template <typename AAt, typename CarryInit>
   SmallVector<Value>
   buildChunked(OpBuilder &rewriter, Location loc, LinearScanOp op,
                ArrayRef<Value> sizes, ArrayRef<Value> lastSizes, Value hInit,
                Value lastInit, AAt &aAt, CarryInit &carryInit, Value chunk,
-               int64_t nestedLevel) const {
+               int64_t nestedLevel, bool warps) const {
     int64_t axis = op.getAxisAttr().getInt();
     Type elem = cast<RankedTensorType>(op.getH().getType()).getElementType();
     Value length = sizes[axis];
@@ -1293,21 +1514,55 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
           b, l, length, arith::AddIOp::create(b, l, first, chunk));
       return std::make_pair(first, end);
     };
+    // A chunk's sweep: by one thread, or by a warp.
     auto sweep = [&](OpBuilder &b, Location l, ValueRange outer, Value first,
-                     Value end, Value h0, Value hs) {
-      return sweepSteps(b, l, op, aAt, outer, length, first, end, h0, hs);
+                     Value end, std::optional<Warp> warp, Value h0, Value hs) {
+      return warp
+                 ? warpSweep(b, l, op, aAt, outer, length, first, end, *warp,
+                             h0, hs)
+                 : sweepSteps(b, l, op, aAt, outer, length, first, end, h0, hs);
+    };
+    // The nest over every channel and chunk, `warp` none without `warps`;
+    // on the GPU over the lanes of a warp too, the innermost loop (`warp`
+    // one lane); emulated, every lane in each iteration.
+    using ChunkBody = function_ref<SmallVector<Value>(
+        OpBuilder &, Location, ValueRange ivs, std::optional<Warp> warp,
+        ValueRange args)>;
+    auto chunkNest = [&](OpBuilder &b, ValueRange inits, ChunkBody body) {
+      if (!warps || emulateWarps)
+        return buildNest(
+            b, loc, partSizes, inits,
+            [&](OpBuilder &nb, Location l, ValueRange ivs, ValueRange args) {
+              return body(nb, l, ivs,
+                          warps ? std::optional<Warp>(Warp{Value()})
+                                : std::nullopt,
+                          args);
+            });
+      SmallVector<Value> ubs(partSizes);
+      ubs.push_back(indexConst(b, loc, kWarpLanes));
+      Value lane;
+      SmallVector<Value> results = buildNest(
+          b, loc, ubs, inits,
+          [&](OpBuilder &nb, Location l, ValueRange ivs, ValueRange args) {
+            lane = ivs.back();
+            return body(nb, l, ivs.drop_back(), Warp{lane}, args);
+          });
+      cast<BlockArgument>(lane).getOwner()->getParentOp()->setAttr(
+          kWarpLanesAttrName, b.getUnitAttr());
+      return results;
     };
 
     // 1. Each chunk from zero.
     Value pInit = emptyLike(rewriter, loc, partType, partSizes);
     Value eInit = emptyLike(rewriter, loc, partType, partSizes);
-    SmallVector<Value> parts = buildNest(
-        rewriter, loc, partSizes, {pInit, eInit},
-        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+    SmallVector<Value> parts = chunkNest(
+        rewriter, {pInit, eInit},
+        [&](OpBuilder &b, Location l, ValueRange ivs, std::optional<Warp> warp,
+            ValueRange args) {
           ValueRange outer = ivs.drop_back();
           auto [first, end] = chunkBounds(b, l, ivs.back());
           SmallVector<Value> r =
-              sweep(b, l, outer, first, end, zeroOf(b, l, elem), Value());
+              sweep(b, l, outer, first, end, warp, zeroOf(b, l, elem), Value());
           return SmallVector<Value>{insertAt(b, l, r[0], args[0], ivs),
                                     insertAt(b, l, r[1], args[1], ivs)};
         });
@@ -1323,9 +1578,10 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
                        rewriter.getI64IntegerAttr(nestedLevel));
       Value ends = carries.getH();
       // 3. Each chunk again from its carry.
-      Value h = buildNest(
-          rewriter, loc, partSizes, {hInit},
-          [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+      Value h = chunkNest(
+          rewriter, {hInit},
+          [&](OpBuilder &b, Location l, ValueRange ivs,
+              std::optional<Warp> warp, ValueRange args) {
             ValueRange outer = ivs.drop_back();
             Value k = ivs.back();
             auto [first, end] = chunkBounds(b, l, k);
@@ -1338,7 +1594,7 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
                 b, l, isFirst, carryInit(b, l, outer),
                 extractAt(b, l, ends, concatIndices(outer, before)));
             return SmallVector<Value>{
-                sweep(b, l, outer, first, end, h0, args[0])[0]};
+                sweep(b, l, outer, first, end, warp, h0, args[0])[0]};
           })[0];
       // The final state copied into lastInit, so that the spread form and
       // one channel a thread return their results in the same buffers (a
@@ -1373,14 +1629,15 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
         });
 
     // 3. Each chunk again from its carry.
-    Value h = buildNest(
-        rewriter, loc, partSizes, {hInit},
-        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
-          auto [first, end] = chunkBounds(b, l, ivs.back());
-          Value h0 = extractAt(b, l, carried[0], ivs);
-          return SmallVector<Value>{
-              sweep(b, l, ivs.drop_back(), first, end, h0, args[0])[0]};
-        })[0];
+    Value h = chunkNest(rewriter, {hInit},
+                        [&](OpBuilder &b, Location l, ValueRange ivs,
+                            std::optional<Warp> warp, ValueRange args) {
+                          auto [first, end] = chunkBounds(b, l, ivs.back());
+                          Value h0 = extractAt(b, l, carried[0], ivs);
+                          return SmallVector<Value>{sweep(b, l, ivs.drop_back(),
+                                                          first, end, warp, h0,
+                                                          args[0])[0]};
+                        })[0];
     return {h, carried[1]};
   }
 };
@@ -2517,10 +2774,11 @@ struct GatedLinearAttentionGradToLoops
 void mlir::recur::loops::populateScanPatterns(
     RewritePatternSet &patterns, int64_t scanGroup, int64_t scanChunk,
     int64_t streamStoreBytes, int64_t scanUnrollBytes, bool glaColumnThreads,
-    int64_t scanSpread, int64_t scanSpreadChunk, bool glaProducts) {
+    int64_t scanSpread, int64_t scanSpreadChunk, bool scanWarps,
+    bool emulateWarps, bool glaProducts) {
   patterns.add<LinearScanToLoops>(patterns.getContext(), scanGroup, scanChunk,
                                   streamStoreBytes, scanUnrollBytes, scanSpread,
-                                  scanSpreadChunk);
+                                  scanSpreadChunk, scanWarps, emulateWarps);
   patterns.add<GatedLinearAttentionToLoops>(patterns.getContext(),
                                             glaColumnThreads, glaProducts);
   patterns.add<GatedLinearAttentionGradToLoops>(patterns.getContext(),

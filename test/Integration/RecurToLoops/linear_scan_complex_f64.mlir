@@ -38,6 +38,15 @@
 // RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-spread=8 scan-spread-chunk=3 scan-unroll-bytes=32" --recur-reference-to-llvm \
 // RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
 // RUN: | FileCheck %s
+// By warps (scan-warps, emulated: a warp's 32 lanes side by side), one
+// partial round of 32 steps, and with 4 rounds loaded ahead
+// (scan-unroll-bytes=512 of complex<f64>):
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-spread=8 scan-spread-chunk=2 scan-warps-emulated" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-spread=8 scan-spread-chunk=2 scan-unroll-bytes=512 scan-warps-emulated" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
 
 // Complex recurrences (GateLoop's transitions) in f64 through the reference
 // lowering, checked against values worked out by hand.

@@ -42,6 +42,18 @@
 // RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-spread=64 scan-spread-chunk=2 scan-unroll-bytes=8" --recur-reference-to-llvm \
 // RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
 // RUN: | FileCheck %s
+//
+// The same by warps (scan-warps, emulated: a warp's 32 lanes side by side),
+// chunks of 32 steps a round (the 2 x 4099 scan: max(2, ceil(32 * 8198 /
+// 64)) = 4099 rounded up to 4128 steps, one chunk a channel, 128 whole
+// rounds and 3 steps), and with scan-unroll-bytes=256 8 rounds loaded
+// ahead (256 steps at a time: 16 whole iterations and 3 steps):
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-spread=64 scan-spread-chunk=2 scan-warps-emulated" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-spread=64 scan-spread-chunk=2 scan-unroll-bytes=256 scan-warps-emulated" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
 
 // Executes recur.linear_scan through the scalar reference lowering and checks
 // the states against values worked out by hand (in the comments). Inputs are

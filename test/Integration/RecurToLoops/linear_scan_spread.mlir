@@ -36,6 +36,32 @@
 // RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-spread=8192 scan-spread-chunk=7" --recur-reference-to-llvm \
 // RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
 // RUN: | FileCheck %s
+//
+// By warps (scan-warps' form, emulated: a warp's 32 lanes side by side in
+// each iteration, the same arithmetic as the GPU's lanes exchanging values
+// by shuffles). Chunks of max(chunk, ceil(32 T c / N)) steps rounded up to
+// the rounds a lane loads ahead (1 below scan-unroll-bytes=128 of f64):
+// for one channel, with N = 8 one chunk of 4099 steps (128 whole rounds
+// of 32 and 3 steps); with N = 8192 chunks of 32 (129 of them, the last
+// of 3 steps), their carries in 5 chunks of 32, then one at a time; with 4
+// rounds ahead (scan-unroll-bytes=256) chunks of 128 (33, the last of 3
+// steps) and chunks of at least 300 steps as 384 (11, the last of 259
+// steps); with 8 rounds ahead chunks of 256 (17, the last of 3 steps):
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-spread=8 scan-spread-chunk=4 scan-warps-emulated" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-spread=8192 scan-spread-chunk=4 scan-warps-emulated" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-spread=8192 scan-spread-chunk=1 scan-unroll-bytes=256 scan-warps-emulated" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-spread=8192 scan-spread-chunk=300 scan-unroll-bytes=256 scan-warps-emulated" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-spread=8192 scan-spread-chunk=7 scan-unroll-bytes=512 scan-warps-emulated" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
 
 func.func private @printMemrefF64(tensor<*xf64>)
 func.func private @printMemrefI64(tensor<*xi64>)

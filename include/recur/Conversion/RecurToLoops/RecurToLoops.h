@@ -59,17 +59,31 @@ void stripFrontEndAttributes(ModuleOp module);
 
 /// Adds the patterns that lower recur ops to scalar scf loops; `scanGroup`,
 /// `scanChunk`, `streamStoreBytes`, `scanUnrollBytes`, `glaColumnThreads`,
-/// `windowTiles`, `attentionProducts`, `scanSpread`, `scanSpreadChunk` and
-/// `glaProducts` as the pass options scan-group, scan-chunk,
-/// stream-store-bytes, scan-unroll-bytes, gla-column-threads, window-tiles,
-/// attention-products, scan-spread, scan-spread-chunk and gla-products.
+/// `windowTiles`, `attentionProducts`, `scanSpread`, `scanSpreadChunk`,
+/// `scanWarps`, `emulateWarps` and `glaProducts` as the pass options
+/// scan-group, scan-chunk, stream-store-bytes, scan-unroll-bytes,
+/// gla-column-threads, window-tiles, attention-products, scan-spread,
+/// scan-spread-chunk, scan-warps, scan-warps-emulated and gla-products.
 void populateRecurToLoopsPatterns(
     RewritePatternSet &patterns, int64_t scanGroup = kDefaultScanGroup,
     int64_t scanChunk = 0, int64_t streamStoreBytes = 0,
     int64_t scanUnrollBytes = 0, bool glaColumnThreads = false,
     bool windowTiles = false, bool attentionProducts = false,
     int64_t scanSpread = 0, int64_t scanSpreadChunk = kDefaultScanSpreadChunk,
+    bool scanWarps = false, bool emulateWarps = false,
     bool glaProducts = false);
+
+/// The lanes of a GPU warp.
+constexpr int64_t kWarpLanes = 32;
+
+/// The unit attribute that tags the innermost loop of a nest, from 0 to
+/// kWarpLanes, whose iterations are the lanes of one warp: they run
+/// together and exchange values through gpu.shuffle, so the loop means
+/// something only as the last dimension of a GPU launch (recur-gpu-offload
+/// refuses a shuffle anywhere else). Its iterations may all write the same
+/// value to one element (a warp's result); recur-parallelize-loops makes it
+/// parallel whenever bufferization left it in place.
+constexpr llvm::StringLiteral kWarpLanesAttrName = "recur.warp_lanes";
 
 /// The unit attribute that tags a loop over time whose stores into buffers
 /// indexed by its induction variable write each element once (a scan's

@@ -15,9 +15,11 @@ passed, failed = 0, []
 for line in open(cases):
     if not line.strip() or line.lstrip().startswith("#"):
         continue
-    name, spec, cflags, rflags = (f.strip() for f in line.split("|"))
+    # The fifth field, CUDA-only compile flags, is optional.
+    fields = [f.strip() for f in line.split("|")] + [""]
+    name, spec, cflags, rflags, gflags = fields[:5]
     cmd = [recur_run, f"{root}/{spec}", "--target=cuda", "--repeat", "1"]
-    cmd += shlex.split(cflags) + shlex.split(rflags)
+    cmd += shlex.split(cflags) + shlex.split(gflags) + shlex.split(rflags)
     run = subprocess.run(cmd, capture_output=True, text=True)
     print(f"== {name}: {' '.join(cmd)}\n{run.stdout}{run.stderr}", end="")
     if run.returncode == 0:
