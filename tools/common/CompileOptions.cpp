@@ -6,6 +6,7 @@
 
 #include "CompileOptions.h"
 
+#include "recur/Conversion/RecurToLoops/RecurToLoops.h"
 #include "recur/Target/CudaTarget.h"
 #include "recur/Target/Pipelines.h"
 
@@ -108,9 +109,9 @@ CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
   if (cudaScanSpread < 0 || cudaScanSpread > (int64_t(1) << 24))
     return "--cuda-scan-spread must be 0 to 16777216, not " +
            std::to_string(cudaScanSpread);
-  if (cudaScanWarps && cudaBlockThreads % 32 != 0)
-    return "--cuda-scan-warps needs --cuda-block-threads a multiple of 32, "
-           "not " +
+  if (cudaScanWarps && cudaBlockThreads % mlir::recur::kWarpLanes != 0)
+    return "--cuda-scan-warps needs --cuda-block-threads a multiple of " +
+           std::to_string(mlir::recur::kWarpLanes) + ", not " +
            std::to_string(cudaBlockThreads);
   cuda->blockThreads = cudaBlockThreads;
   cuda->scanUnrollBytes = cudaScanUnrollBytes;

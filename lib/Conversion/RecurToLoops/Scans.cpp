@@ -760,6 +760,11 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
     Value groups = arith::CeilDivUIOp::create(
         b, l, arith::SubIOp::create(b, l, end, first), group);
     Value lastStep = arith::SubIOp::create(b, l, end, indexConst(b, l, 1));
+    // The indices of the element of step t.
+    auto stepIndex = [&](OpBuilder &tb, Location tl, Value t) {
+      return withTimeIndex(outer, axis,
+                           stepPosition(tb, tl, t, length, op.getReverse()));
+    };
     SmallVector<Value> iters{hs ? hs : identity, h0};
     return buildLoop(
         b, l, indexConst(b, l, 0), groups, iters,
@@ -778,10 +783,8 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
                                         indexConst(gb, gl, r * kWarpLanes)));
               inside[r].push_back(arith::CmpIOp::create(
                   gb, gl, arith::CmpIPredicate::ult, t, end));
-              Value pos = stepPosition(
-                  gb, gl, arith::MinUIOp::create(gb, gl, t, lastStep), length,
-                  op.getReverse());
-              idx[r].push_back(withTimeIndex(outer, axis, pos));
+              idx[r].push_back(stepIndex(
+                  gb, gl, arith::MinUIOp::create(gb, gl, t, lastStep)));
               // One statement each: argument order is unspecified.
               Value at = aAt(gb, gl, idx[r].back());
               Value xt = extractAt(gb, gl, op.getB(), idx[r].back());
@@ -821,17 +824,15 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
               count = arith::MinUIOp::create(gb, gl, count,
                                              indexConst(gb, gl, kWarpLanes));
               Value row = tensor::FromElementsOp::create(gb, gl, states);
-              acc = buildLoop(gb, gl, indexConst(gb, gl, 0), count, acc,
-                              [&](OpBuilder &jb, Location jl, ValueRange j,
-                                  ValueRange out) {
-                                Value pos = stepPosition(
-                                    jb, jl,
-                                    arith::AddIOp::create(jb, jl, start, j[0]),
-                                    length, op.getReverse());
-                                return SmallVector<Value>{insertAt(
-                                    jb, jl, extractAt(jb, jl, row, j), out[0],
-                                    withTimeIndex(outer, axis, pos))};
-                              })[0];
+              acc = buildLoop(
+                  gb, gl, indexConst(gb, gl, 0), count, acc,
+                  [&](OpBuilder &jb, Location jl, ValueRange j,
+                      ValueRange out) {
+                    return SmallVector<Value>{insertAt(
+                        jb, jl, extractAt(jb, jl, row, j), out[0],
+                        stepIndex(jb, jl,
+                                  arith::AddIOp::create(jb, jl, start, j[0])))};
+                  })[0];
             } else {
               acc = mul(gb, gl, warp.last(gb, gl, a), acc);
             }
