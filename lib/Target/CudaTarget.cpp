@@ -210,6 +210,7 @@ mlir::recur::lowerToCuda(ModuleOp module, llvm::LLVMContext &context,
   pipeline.scanUnrollBytes = options.scanUnrollBytes;
   pipeline.scanSpread = options.scanSpread;
   pipeline.scanWarps = options.scanWarps;
+  pipeline.windowOnePass = options.windowOnePass;
   PassManager pm(module->getContext());
   buildCudaLoweringPipeline(pm, pipeline);
   if (failed(pm.run(module)))

@@ -39,7 +39,8 @@ void ensurePassesRegistered() {
 /// `scanWarps`), an output of
 /// `streamStoreBytes` or more in vectors for recur-stream-stores; a recurrent
 /// gla a thread per output column with `glaColumnThreads`; window attention
-/// by tiles of queries in register blocks with `windowTiles`; attention of
+/// by tiles of queries in register blocks with `windowTiles`, or in one pass
+/// over each query's keys with `windowOnePass`; attention of
 /// static sizes as linalg products with `attentionProducts`; a chunked gla
 /// (and an `auto` one of a state of 32 KiB or more) and a gla backward of
 /// real decays as chunked products where they allow with `glaProducts`),
@@ -57,9 +58,9 @@ std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
                             int64_t scanSpread, bool scanWarps,
                             int64_t scanUnrollBytes, int64_t streamStoreBytes,
                             bool glaColumnThreads, bool windowTiles,
-                            bool attentionProducts, bool glaProducts,
-                            bool blockContractions, bool interchangeReductions,
-                            bool destinations) {
+                            bool windowOnePass, bool attentionProducts,
+                            bool glaProducts, bool blockContractions,
+                            bool interchangeReductions, bool destinations) {
   return "convert-recur-to-loops{mark-parallel scan-group=" +
          std::to_string(scanGroup) +
          " scan-chunk=" + std::to_string(scanChunk) +
@@ -69,6 +70,7 @@ std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
          " stream-store-bytes=" + std::to_string(streamStoreBytes) +
          " gla-column-threads=" + (glaColumnThreads ? "true" : "false") +
          " window-tiles=" + (windowTiles ? "true" : "false") +
+         " window-one-pass=" + (windowOnePass ? "true" : "false") +
          " attention-products=" + (attentionProducts ? "true" : "false") +
          " gla-products=" + (glaProducts ? "true" : "false") +
          "},"
@@ -156,6 +158,7 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
                       /*scanWarps=*/false, /*scanUnrollBytes=*/0,
                       options.streamStoreBytes,
                       /*glaColumnThreads=*/false, /*windowTiles=*/true,
+                      /*windowOnePass=*/false,
                       /*attentionProducts=*/true,
                       /*glaProducts=*/true,
                       /*blockContractions=*/true,
@@ -191,18 +194,20 @@ void mlir::recur::buildCudaLoweringPipeline(
   // the runtime's mgpu* functions.
   // A linear scan runs one channel a thread, and a recurrent gla one output
   // column a thread: neighbouring threads on neighbouring channels or
-  // columns (coalesced). The chunked scan (scan-chunk) was slower on an
-  // H200 for 16 x 1024 channels (docs/performance.md), so only a scan with
-  // at most scanSpread / 8 channels when it runs goes in chunks, over about
-  // scanSpread threads (scan-spread: one channel a thread left one long
-  // sequence 413 ms for 16M steps on an H100). The scan's thread loads
-  // scanUnrollBytes of each input before it updates (without that it waits
-  // a memory latency per step: 0.13 of a copy on an H100, 0.83 with 256
-  // bytes). A contraction keeps the loop order of its iterators, so every
-  // output element of a matrix product is a thread of its own, summing its
-  // terms in a register (recur-promote-accumulators); the CPU's order (the
-  // output's columns innermost, after the reductions) left a thread per
-  // output row: 37 ms for the custom scan at T = 1 on an H200, its
+  // columns (coalesced). Window attention runs a query a thread in one pass
+  // over its keys, its sums in registers (windowOnePass; the row form kept
+  // its logits in a scratch row of local memory, 2 KB at a window of 512). The
+  // chunked scan (scan-chunk) was slower on an H200 for 16 x 1024 channels
+  // (docs/performance.md), so only a scan with at most scanSpread / 8 channels
+  // when it runs goes in chunks, over about scanSpread threads (scan-spread:
+  // one channel a thread left one long sequence 413 ms for 16M steps on an
+  // H100). The scan's thread loads scanUnrollBytes of each input before it
+  // updates (without that it waits a memory latency per step: 0.13 of a copy on
+  // an H100, 0.83 with 256 bytes). A contraction keeps the loop order of its
+  // iterators, so every output element of a matrix product is a thread of its
+  // own, summing its terms in a register (recur-promote-accumulators); the
+  // CPU's order (the output's columns innermost, after the reductions) left a
+  // thread per output row: 37 ms for the custom scan at T = 1 on an H200, its
   // x @ W products over two threads. The constants a launch uses are sunk into
   // it before outlining, so a kernel's loops see their steps and strides (the
   // unrolled scan's loads then take their offsets as immediates instead of a
@@ -213,7 +218,7 @@ void mlir::recur::buildCudaLoweringPipeline(
                       options.scanWarps, options.scanUnrollBytes,
                       /*streamStoreBytes=*/0,
                       /*glaColumnThreads=*/true,
-                      /*windowTiles=*/false,
+                      /*windowTiles=*/false, options.windowOnePass,
                       /*attentionProducts=*/false,
                       /*glaProducts=*/false,
                       /*blockContractions=*/false,

@@ -82,7 +82,16 @@ CompileOptions::CompileOptions(cl::OptionCategory &category)
                    "spread with --cuda-scan-spread=0); needs "
                    "--cuda-block-threads a multiple of 32 (default off: "
                    "not yet run on a GPU; --target=cuda only)"),
-          cl::cat(category)) {}
+          cl::cat(category)),
+      cudaWindowOnePass(
+          "cuda-window-one-pass",
+          cl::desc("Window attention whose query and value channels are "
+                   "static (160 at most in all) goes in one pass over each "
+                   "query's keys, a query a thread, its sums in registers "
+                   "(an online softmax); =false: a query row at a time with "
+                   "its logits in a scratch row, the form before it "
+                   "(default on; --target=cuda only)"),
+          cl::init(true), cl::cat(category)) {}
 
 int64_t CompileOptions::streamStoreBytesValue() const {
   return static_cast<int64_t>(
@@ -94,10 +103,12 @@ CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
   if (!cuda) {
     if (cudaBlockThreads.getNumOccurrences() ||
         cudaScanUnrollBytes.getNumOccurrences() ||
-        cudaScanSpread.getNumOccurrences() || cudaScanWarps.getNumOccurrences())
+        cudaScanSpread.getNumOccurrences() ||
+        cudaScanWarps.getNumOccurrences() ||
+        cudaWindowOnePass.getNumOccurrences())
       return std::string("--cuda-block-threads, --cuda-scan-unroll-bytes, "
-                         "--cuda-scan-spread and --cuda-scan-warps need "
-                         "--target=cuda");
+                         "--cuda-scan-spread, --cuda-scan-warps and "
+                         "--cuda-window-one-pass need --target=cuda");
     return std::nullopt;
   }
   if (cudaBlockThreads < 1 || cudaBlockThreads > 1024)
@@ -117,5 +128,6 @@ CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
   cuda->scanUnrollBytes = cudaScanUnrollBytes;
   cuda->scanSpread = cudaScanSpread;
   cuda->scanWarps = cudaScanWarps;
+  cuda->windowOnePass = cudaWindowOnePass;
   return std::nullopt;
 }

@@ -40,6 +40,7 @@ struct CompileOptions {
   llvm::cl::opt<int64_t> cudaScanUnrollBytes;
   llvm::cl::opt<int64_t> cudaScanSpread;
   llvm::cl::opt<bool> cudaScanWarps;
+  llvm::cl::opt<bool> cudaWindowOnePass;
 
   /// --stream-store-bytes as the pipelines take it.
   int64_t streamStoreBytesValue() const;

@@ -215,6 +215,21 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "consecutive keys (the CPU's form; sums reassociated, so results "
            "agree with the row-at-a-time loops to rounding); otherwise a "
            "query row at a time, rows independent (the GPU's form)">,
+    Option<"windowOnePass", "window-one-pass", "bool", /*default=*/"false",
+           "Without window-tiles, lower a window_attention whose query and "
+           "value channels are static and at most 160 in all in one pass "
+           "over each query's keys: a query a thread, its query channels, "
+           "running largest logit, running sum of weights and output row "
+           "carried from key to key (an online softmax: one exp per key), the "
+           "row written once; queries that see 128 keys or more walk the "
+           "union of the ranges of their aligned group of 32 together, each "
+           "skipping the keys outside its own, so that a warp reads the same "
+           "rows at once; and a window_attention_grad without a bias whose "
+           "channels are static with 2 d + dv at most 192 in passes a thread a "
+           "query (the softmax's statistics, then dq) and a thread a key row "
+           "(dv, then dk), every sum in registers (the GPU's form; sums "
+           "reassociated, so results agree with the other forms to "
+           "rounding)">,
     Option<"attentionProducts", "attention-products", "bool",
            /*default=*/"false",
            "Lower an attention with no mask and no key padding whose query "

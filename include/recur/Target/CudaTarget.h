@@ -44,6 +44,7 @@ struct CudaTargetOptions {
   int64_t scanUnrollBytes = kDefaultCudaScanUnrollBytes;
   int64_t scanSpread = kDefaultCudaScanSpread;
   bool scanWarps = false;
+  bool windowOnePass = true;
   /// The CUDA toolkit (bin/ptxas, bin/fatbinary, nvvm/libdevice); empty:
   /// findCudaToolkit().
   std::string toolkit;

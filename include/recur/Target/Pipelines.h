@@ -75,6 +75,11 @@ struct CudaPipelineOptions {
   /// shuffles (convert-recur-to-loops' scan-warps), instead of a thread
   /// each.
   bool scanWarps = false;
+  /// Whether window attention goes in one pass over each query's keys, its
+  /// sums in registers, where its channels allow
+  /// (convert-recur-to-loops' window-one-pass), instead of a row of logits
+  /// in scratch.
+  bool windowOnePass = true;
 };
 
 /// recur to the LLVM dialect for CUDA: the CPU pipeline's loops up to

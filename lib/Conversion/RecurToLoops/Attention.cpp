@@ -509,6 +509,532 @@ struct WindowAttentionToLoops : OpRewritePattern<WindowAttentionOp> {
 };
 
 //===----------------------------------------------------------------------===//
+// recur.window_attention and recur.window_attention_grad in one pass
+//===----------------------------------------------------------------------===//
+
+/// The most channels a thread of the one-pass forms keeps in registers:
+/// the forward's query and output row (d + dv), the backward's query or
+/// key, its cotangent sum and the output cotangent or value row (2 d + dv).
+/// At the benchmark's heads (64 and 64), 128 and 192 registers of the 255 a
+/// GPU thread may have.
+constexpr int64_t kOnePassMaxChannels = 160;
+constexpr int64_t kOnePassMaxGradChannels = 192;
+/// Threads that walk the union of their ranges together (a warp's, when the
+/// launch's last dimension is the query or key position), where a query
+/// sees at least kOnePassGroupMinKeys keys: every thread of the warp then
+/// reads the same row at once.
+constexpr int64_t kOnePassGroup = 32;
+constexpr int64_t kOnePassGroupMinKeys = 128;
+
+/// What the one-pass forms of window_attention and window_attention_grad
+/// share: sizes, attributes, the keys and values after their caches, the
+/// ranges a thread walks and the online softmax's update.
+struct OnePassWindow {
+  template <typename OpT>
+  OnePassWindow(OpBuilder &b, Location loc, OpT op)
+      : elem(cast<RankedTensorType>(op.getQ().getType()).getElementType()),
+        window(op.getWindowAttr().getInt()), block(op.getBlockAttr().getInt()),
+        includeSelf(op.getIncludeSelf()),
+        grouped(window + block + 1 >= kOnePassGroupMinKeys) {
+    int64_t rank = cast<RankedTensorType>(op.getQ().getType()).getRank();
+    qSizes = dimSizes(b, loc, op.getQ());
+    vSizes = dimSizes(b, loc, op.getV());
+    steps = qSizes[rank - 2];
+    cacheLen = op.getKCache() ? dimSize(b, loc, op.getKCache(), rank - 2)
+                              : indexConst(b, loc, 0);
+    keyRows = arith::AddIOp::create(b, loc, cacheLen, steps);
+    scale = attentionScale(b, loc, elem, op.getScale(), qSizes[rank - 1]);
+    keys = op.getKCache() ? rowsAfterCache(b, loc, op.getKCache(), op.getK(),
+                                           cacheLen, /*transposed=*/false)
+                          : op.getK();
+    values = op.getVCache() ? rowsAfterCache(b, loc, op.getVCache(), op.getV(),
+                                             cacheLen, /*transposed=*/false)
+                            : op.getV();
+  }
+
+  /// The range a thread walks, [from, to), and its own, [begin, end): its
+  /// own, or with `grouped` the union of the ranges of the kOnePassGroup
+  /// positions of its aligned group (`range` nondecreasing in the
+  /// position at both ends), cut at `limit`.
+  struct Walk {
+    Value from, to, begin, end;
+  };
+  Walk walk(OpBuilder &b, Location l, Value pos, Value limit,
+            function_ref<std::pair<Value, Value>(OpBuilder &, Location, Value)>
+                range) const {
+    Walk w;
+    std::tie(w.begin, w.end) = range(b, l, pos);
+    w.from = w.begin;
+    w.to = w.end;
+    if (grouped) {
+      Value group = indexConst(b, l, kOnePassGroup);
+      Value first = arith::SubIOp::create(
+          b, l, pos, arith::RemUIOp::create(b, l, pos, group));
+      Value last = arith::AddIOp::create(b, l, first,
+                                         indexConst(b, l, kOnePassGroup - 1));
+      w.from = range(b, l, first).first;
+      w.to = arith::MinSIOp::create(b, l, range(b, l, last).second, limit);
+    }
+    return w;
+  }
+
+  /// The keys query position `p` walks (windowKeyRange).
+  Walk keysOf(OpBuilder &b, Location l, Value p) const {
+    return walk(b, l, p, keyRows, [&](OpBuilder &rb, Location rl, Value q) {
+      return windowKeyRange(rb, rl, q, cacheLen, window, block, includeSelf);
+    });
+  }
+
+  /// The queries that see key row `r` (its position r - C), as the range
+  /// [first, end) of positions p whose windowKeyRange holds r: p - (r - C)
+  /// at least the least delta (0 with include_self, else 1), and at most
+  /// the largest one (token band) or the query's block starting at most
+  /// `window` after the key (block band).
+  std::pair<Value, Value> queryRange(OpBuilder &b, Location l, Value r) const {
+    Value pos = arith::SubIOp::create(b, l, r, cacheLen);
+    Value zero = indexConst(b, l, 0);
+    Value first = arith::MaxSIOp::create(
+        b, l,
+        arith::AddIOp::create(b, l, pos, indexConst(b, l, includeSelf ? 0 : 1)),
+        zero);
+    Value end;
+    if (block == 0) {
+      end = arith::AddIOp::create(
+          b, l, pos, indexConst(b, l, includeSelf ? window : window + 1));
+    } else {
+      Value blockLen = indexConst(b, l, block);
+      Value lastBlock = arith::FloorDivSIOp::create(
+          b, l, arith::AddIOp::create(b, l, pos, indexConst(b, l, window)),
+          blockLen);
+      end = arith::MulIOp::create(
+          b, l, arith::AddIOp::create(b, l, lastBlock, indexConst(b, l, 1)),
+          blockLen);
+    }
+    end = arith::MaxSIOp::create(b, l, arith::MinSIOp::create(b, l, end, steps),
+                                 zero);
+    return {first, end};
+  }
+
+  /// The queries key row `r` walks.
+  Walk queriesOf(OpBuilder &b, Location l, Value r) const {
+    return walk(b, l, r, steps, [&](OpBuilder &rb, Location rl, Value k) {
+      return queryRange(rb, rl, k);
+    });
+  }
+
+  /// Whether `i` lies in a walk's own range (null when not grouped: then
+  /// it always does).
+  Value inOwnRange(OpBuilder &b, Location l, const Walk &w, Value i) const {
+    if (!grouped)
+      return Value();
+    return arith::AndIOp::create(
+        b, l,
+        arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, i, w.begin),
+        arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, w.end));
+  }
+
+  /// The `n` elements of row `row` of `tensor` ([lead..., rows, n]).
+  static SmallVector<Value> rowOf(OpBuilder &b, Location l, Value tensor,
+                                  ValueRange lead, Value row, int64_t n) {
+    SmallVector<Value> xs;
+    for (int64_t e = 0; e < n; ++e)
+      xs.push_back(
+          extractAt(b, l, tensor,
+                    concatIndices(lead, ValueRange{row, indexConst(b, l, e)})));
+    return xs;
+  }
+
+  /// sum_e x[e] y[e], in increasing e.
+  static Value dot(OpBuilder &b, Location l, ArrayRef<Value> x,
+                   ArrayRef<Value> y) {
+    Value sum = arith::MulFOp::create(b, l, x[0], y[0]);
+    for (auto [xe, ye] : llvm::drop_begin(llvm::zip(x, y)))
+      sum =
+          arith::AddFOp::create(b, l, sum, arith::MulFOp::create(b, l, xe, ye));
+    return sum;
+  }
+
+  /// `tensor` with `xs` written as row `row` ([lead..., rows, n]).
+  static Value insertRow(OpBuilder &b, Location l, ArrayRef<Value> xs,
+                         Value tensor, ValueRange lead, Value row) {
+    for (auto [e, x] : llvm::enumerate(xs))
+      tensor =
+          insertAt(b, l, x, tensor,
+                   concatIndices(lead, ValueRange{row, indexConst(b, l, e)}));
+    return tensor;
+  }
+
+  /// One key of logit `s` in the online softmax of running largest logit
+  /// `m`: (rescale, weight, next m). exp(-|s - m|) rescales the sums when s
+  /// > m (the key's weight then 1) and is the key's weight otherwise: one
+  /// exp a key. A key outside the thread's own range (`visible` false)
+  /// rescales nothing, weighs nothing and leaves m.
+  std::array<Value, 3> onlineStep(OpBuilder &b, Location l, Value s, Value m,
+                                  Value visible) const {
+    Value zeroF = zeroOf(b, l, elem);
+    Value oneF = floatConst(b, l, elem, 1.0);
+    Value delta = arith::SubFOp::create(b, l, s, m);
+    Value rising =
+        arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, delta, zeroF);
+    Value decay = math::ExpOp::create(
+        b, l, arith::NegFOp::create(b, l, math::AbsFOp::create(b, l, delta)));
+    Value rescale = arith::SelectOp::create(b, l, rising, decay, oneF);
+    Value weight = arith::SelectOp::create(b, l, rising, oneF, decay);
+    Value mNext = arith::MaximumFOp::create(b, l, m, s);
+    if (visible) {
+      rescale = arith::SelectOp::create(b, l, visible, rescale, oneF);
+      weight = arith::SelectOp::create(b, l, visible, weight, zeroF);
+      mNext = arith::SelectOp::create(b, l, visible, mNext, m);
+    }
+    return {rescale, weight, mNext};
+  }
+
+  /// sum * rescale + weight * term.
+  static Value rescaled(OpBuilder &b, Location l, Value sum, Value rescale,
+                        Value weight, Value term) {
+    return arith::AddFOp::create(b, l,
+                                 arith::MulFOp::create(b, l, sum, rescale),
+                                 arith::MulFOp::create(b, l, weight, term));
+  }
+
+  Type elem;
+  int64_t window, block;
+  bool includeSelf, grouped;
+  SmallVector<Value> qSizes, vSizes;
+  Value steps, cacheLen, keyRows, scale, keys, values;
+};
+
+/// Whether `op`'s query and value channels are static and, with `perQuery`
+/// channels of the query's and `perValue` of the value's, at most `limit`
+/// in all: (d, dv) then.
+template <typename OpT>
+std::optional<std::pair<int64_t, int64_t>>
+onePassChannels(OpT op, int64_t perQuery, int64_t perValue, int64_t limit) {
+  auto qType = cast<RankedTensorType>(op.getQ().getType());
+  auto vType = cast<RankedTensorType>(op.getV().getType());
+  int64_t d = qType.getShape().back(), dv = vType.getShape().back();
+  if (ShapedType::isDynamic(d) || ShapedType::isDynamic(dv) ||
+      perQuery * d + perValue * dv > limit)
+    return std::nullopt;
+  return std::make_pair(d, dv);
+}
+
+/// recur.window_attention in one pass over each query's keys (the GPU's
+/// form, `window-one-pass`): a query a thread, its d query channels, the
+/// running largest logit m, the running sum of weights l and its dv output
+/// channels carried in registers from key to key (an online softmax,
+/// OnePassWindow::onlineStep), the row written once at the end, divided by
+/// l. Where a query sees at least kOnePassGroupMinKeys keys, the
+/// kOnePassGroup queries of an aligned group each walk the union of their
+/// ranges and skip the keys outside their own, so that neighbouring threads
+/// read the same rows. Sums are reassociated against the row form, so
+/// results agree with it to rounding. Channels that are not static, or
+/// more than kOnePassMaxChannels, leave the op to WindowAttentionToLoops.
+struct WindowAttentionOnePassToLoops : OpRewritePattern<WindowAttentionOp> {
+  explicit WindowAttentionOnePassToLoops(MLIRContext *context)
+      : OpRewritePattern(context, /*benefit=*/2) {}
+
+  LogicalResult matchAndRewrite(WindowAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    auto channels = onePassChannels(op, 1, 1, kOnePassMaxChannels);
+    if (!channels)
+      return rewriter.notifyMatchFailure(
+          op, "channels not static, or too many to keep in registers");
+    int64_t d = channels->first, dv = channels->second;
+    Location loc = op.getLoc();
+    auto outType = cast<RankedTensorType>(op.getType());
+    OnePassWindow w(rewriter, loc, op);
+    Type elem = w.elem;
+    Value out = emptyLike(rewriter, loc, outType, w.vSizes);
+
+    SmallVector<Value> results = buildNest(
+        rewriter, loc, ArrayRef<Value>(w.qSizes).drop_back(), out,
+        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+          ValueRange lead = ivs.drop_back();
+          Value p = ivs.back();
+          OnePassWindow::Walk keys = w.keysOf(b, l, p);
+          SmallVector<Value> qs =
+              OnePassWindow::rowOf(b, l, op.getQ(), lead, p, d);
+          Value zeroF = zeroOf(b, l, elem);
+          SmallVector<Value> init = {
+              floatConst(b, l, elem, -std::numeric_limits<double>::infinity()),
+              zeroF};
+          init.append(dv, zeroF);
+          SmallVector<Value> sums = buildLoop(
+              b, l, keys.from, keys.to, init,
+              [&](OpBuilder &kb, Location kl, ValueRange r, ValueRange iter) {
+                Value s = arith::MulFOp::create(
+                    kb, kl, w.scale,
+                    OnePassWindow::dot(
+                        kb, kl, qs,
+                        OnePassWindow::rowOf(kb, kl, w.keys, lead, r[0], d)));
+                if (op.getBiasKind() != BiasKind::None) {
+                  // delta = p - (r - C); the heads are the dimension before T.
+                  Value delta = arith::SubIOp::create(
+                      kb, kl, arith::AddIOp::create(kb, kl, p, w.cacheLen),
+                      r[0]);
+                  s = arith::AddFOp::create(
+                      kb, kl, s, positionBias(kb, kl, op, lead.back(), delta));
+                }
+                auto [rescale, weight, mNext] = w.onlineStep(
+                    kb, kl, s, iter[0], w.inOwnRange(kb, kl, keys, r[0]));
+                SmallVector<Value> next = {
+                    mNext,
+                    arith::AddFOp::create(
+                        kb, kl, arith::MulFOp::create(kb, kl, iter[1], rescale),
+                        weight)};
+                SmallVector<Value> vs =
+                    OnePassWindow::rowOf(kb, kl, w.values, lead, r[0], dv);
+                for (int64_t j = 0; j < dv; ++j)
+                  next.push_back(OnePassWindow::rescaled(
+                      kb, kl, iter[2 + j], rescale, weight, vs[j]));
+                return next;
+              });
+          // The sum of the weights is at least 1 (the largest logit's) when
+          // any key was seen; the row stays zero when none was.
+          Value seen = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
+                                             sums[1], zeroF);
+          SmallVector<Value> row;
+          for (int64_t j = 0; j < dv; ++j)
+            row.push_back(arith::SelectOp::create(
+                b, l, seen, arith::DivFOp::create(b, l, sums[2 + j], sums[1]),
+                zeroF));
+          return SmallVector<Value>{
+              OnePassWindow::insertRow(b, l, row, args[0], lead, p)};
+        });
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+/// recur.window_attention_grad without a bias in passes a thread a query
+/// or a key (the GPU's form, `window-one-pass`), every sum in registers:
+///   1. a thread a query p: over its keys, the online softmax's largest
+///      logit m_p and sum of weights l_p, and D_p = sum_r P_r dP_r (dP_r =
+///      dy_p . v_r) rescaled along with l_p; then over its keys again, with
+///      P_r = exp(s_r - m_p) / l_p and dS_r = P_r (dP_r - D_p),
+///      dq_p = scale sum_r dS_r k_r; m_p, 1 / l_p and D_p are kept for 2
+///      and 3 (1 / l_p = 0 where no key was seen);
+///   2. a thread a key row r (cache rows first): over the queries that see
+///      it (OnePassWindow::queryRange), dv_r = sum_p P_pr dy_p;
+///   3. a thread a key row r: dk_r = scale sum_p dS_pr q_p.
+/// Each keeps at most 2 d + dv values in registers (3's key and value
+/// rows and its dk_r). With kOnePassGroupMinKeys keys or more a query, the
+/// threads of an aligned group of kOnePassGroup walk the union of their
+/// ranges together, each skipping the positions outside its own, as in
+/// the forward. A bias (whose cotangent sums over every pair of a head),
+/// channels that are not static, or more than kOnePassMaxGradChannels,
+/// leave the op to WindowAttentionGradToLoops.
+struct WindowAttentionGradOnePassToLoops
+    : OpRewritePattern<WindowAttentionGradOp> {
+  explicit WindowAttentionGradOnePassToLoops(MLIRContext *context)
+      : OpRewritePattern(context, /*benefit=*/2) {}
+
+  LogicalResult matchAndRewrite(WindowAttentionGradOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getBias())
+      return rewriter.notifyMatchFailure(op, "has a bias");
+    auto channels = onePassChannels(op, 2, 1, kOnePassMaxGradChannels);
+    if (!channels)
+      return rewriter.notifyMatchFailure(
+          op, "channels not static, or too many to keep in registers");
+    int64_t d = channels->first, dv = channels->second;
+    Location loc = op.getLoc();
+    OnePassWindow w(rewriter, loc, op);
+    Type elem = w.elem;
+    auto qType = cast<RankedTensorType>(op.getQ().getType());
+    ArrayRef<Value> leadSizes = ArrayRef<Value>(w.qSizes).drop_back(2);
+    SmallVector<Value> querySizes(ArrayRef<Value>(w.qSizes).drop_back());
+    auto statsType = RankedTensorType::get(qType.getShape().drop_back(), elem);
+    Value negInf = floatConst(rewriter, loc, elem,
+                              -std::numeric_limits<double>::infinity());
+
+    // 1. A thread a query: m_p, 1 / l_p, D_p and dq_p.
+    SmallVector<Value> perQuery = buildNest(
+        rewriter, loc, querySizes,
+        {emptyLike(rewriter, loc, qType, w.qSizes),
+         emptyLike(rewriter, loc, statsType, querySizes),
+         emptyLike(rewriter, loc, statsType, querySizes),
+         emptyLike(rewriter, loc, statsType, querySizes)},
+        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+          ValueRange lead = ivs.drop_back();
+          Value p = ivs.back();
+          OnePassWindow::Walk keys = w.keysOf(b, l, p);
+          SmallVector<Value> qs =
+              OnePassWindow::rowOf(b, l, op.getQ(), lead, p, d);
+          SmallVector<Value> dys =
+              OnePassWindow::rowOf(b, l, op.getDy(), lead, p, dv);
+          Value zeroF = zeroOf(b, l, elem);
+          Value oneF = floatConst(b, l, elem, 1.0);
+          // The logit and dP of key r.
+          auto logitAndDp = [&](OpBuilder &kb, Location kl, Value r) {
+            Value s = arith::MulFOp::create(
+                kb, kl, w.scale,
+                OnePassWindow::dot(
+                    kb, kl, qs,
+                    OnePassWindow::rowOf(kb, kl, w.keys, lead, r, d)));
+            Value dp = OnePassWindow::dot(
+                kb, kl, dys,
+                OnePassWindow::rowOf(kb, kl, w.values, lead, r, dv));
+            return std::make_pair(s, dp);
+          };
+          SmallVector<Value> stats = buildLoop(
+              b, l, keys.from, keys.to, ValueRange{negInf, zeroF, zeroF},
+              [&](OpBuilder &kb, Location kl, ValueRange r, ValueRange iter) {
+                auto [s, dp] = logitAndDp(kb, kl, r[0]);
+                auto [rescale, weight, mNext] = w.onlineStep(
+                    kb, kl, s, iter[0], w.inOwnRange(kb, kl, keys, r[0]));
+                return SmallVector<Value>{
+                    mNext,
+                    OnePassWindow::rescaled(kb, kl, iter[1], rescale, weight,
+                                            oneF),
+                    OnePassWindow::rescaled(kb, kl, iter[2], rescale, weight,
+                                            dp)};
+              });
+          Value m = stats[0];
+          Value seen = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
+                                             stats[1], zeroF);
+          Value invL = arith::SelectOp::create(
+              b, l, seen, arith::DivFOp::create(b, l, oneF, stats[1]), zeroF);
+          Value dSum = arith::MulFOp::create(b, l, stats[2], invL);
+          SmallVector<Value> dqInit(d, zeroF);
+          SmallVector<Value> dq = buildLoop(
+              b, l, keys.from, keys.to, dqInit,
+              [&](OpBuilder &kb, Location kl, ValueRange r, ValueRange iter) {
+                auto [s, dp] = logitAndDp(kb, kl, r[0]);
+                Value prob = arith::MulFOp::create(
+                    kb, kl,
+                    math::ExpOp::create(kb, kl,
+                                        arith::SubFOp::create(kb, kl, s, m)),
+                    invL);
+                if (Value visible = w.inOwnRange(kb, kl, keys, r[0]))
+                  prob = arith::SelectOp::create(kb, kl, visible, prob, zeroF);
+                Value ds = arith::MulFOp::create(
+                    kb, kl, w.scale,
+                    arith::MulFOp::create(
+                        kb, kl, prob, arith::SubFOp::create(kb, kl, dp, dSum)));
+                SmallVector<Value> ks =
+                    OnePassWindow::rowOf(kb, kl, w.keys, lead, r[0], d);
+                SmallVector<Value> next;
+                for (int64_t e = 0; e < d; ++e)
+                  next.push_back(arith::AddFOp::create(
+                      kb, kl, iter[e],
+                      arith::MulFOp::create(kb, kl, ds, ks[e])));
+                return next;
+              });
+          SmallVector<Value> at = concatIndices(lead, ValueRange{p});
+          return SmallVector<Value>{
+              OnePassWindow::insertRow(b, l, dq, args[0], lead, p),
+              insertAt(b, l, m, args[1], at), insertAt(b, l, invL, args[2], at),
+              insertAt(b, l, dSum, args[3], at)};
+        });
+    Value mOf = perQuery[1], invLOf = perQuery[2], dSumOf = perQuery[3];
+
+    // 2 and 3. A thread a key row r: its cotangent row over the queries
+    // that see it, written to the cache's cotangent for r < C.
+    auto keyRowsPass = [&](Value seqGrad, Value cacheGrad, int64_t width,
+                           bool forKeys) -> std::pair<Value, Value> {
+      SmallVector<Value> nestSizes(leadSizes);
+      nestSizes.push_back(w.keyRows);
+      SmallVector<Value> carried{seqGrad};
+      if (cacheGrad)
+        carried.push_back(cacheGrad);
+      SmallVector<Value> results = buildNest(
+          rewriter, loc, nestSizes, carried,
+          [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+            ValueRange lead = ivs.drop_back();
+            Value r = ivs.back();
+            OnePassWindow::Walk queries = w.queriesOf(b, l, r);
+            SmallVector<Value> ks =
+                OnePassWindow::rowOf(b, l, w.keys, lead, r, d);
+            SmallVector<Value> vs;
+            if (forKeys)
+              vs = OnePassWindow::rowOf(b, l, w.values, lead, r, dv);
+            Value zeroF = zeroOf(b, l, elem);
+            SmallVector<Value> init(width, zeroF);
+            SmallVector<Value> sums = buildLoop(
+                b, l, queries.from, queries.to, init,
+                [&](OpBuilder &pb, Location pl, ValueRange p, ValueRange iter) {
+                  SmallVector<Value> at = concatIndices(lead, ValueRange{p[0]});
+                  SmallVector<Value> qs =
+                      OnePassWindow::rowOf(pb, pl, op.getQ(), lead, p[0], d);
+                  Value s = arith::MulFOp::create(
+                      pb, pl, w.scale, OnePassWindow::dot(pb, pl, qs, ks));
+                  Value prob = arith::MulFOp::create(
+                      pb, pl,
+                      math::ExpOp::create(
+                          pb, pl,
+                          arith::SubFOp::create(pb, pl, s,
+                                                extractAt(pb, pl, mOf, at))),
+                      extractAt(pb, pl, invLOf, at));
+                  if (Value visible = w.inOwnRange(pb, pl, queries, p[0]))
+                    prob =
+                        arith::SelectOp::create(pb, pl, visible, prob, zeroF);
+                  SmallVector<Value> dys =
+                      OnePassWindow::rowOf(pb, pl, op.getDy(), lead, p[0], dv);
+                  // dv_r += P dy_p, or dk_r += scale P (dP - D_p) q_p.
+                  Value coeff = prob;
+                  ArrayRef<Value> terms = dys;
+                  if (forKeys) {
+                    Value dp = OnePassWindow::dot(pb, pl, dys, vs);
+                    coeff = arith::MulFOp::create(
+                        pb, pl, w.scale,
+                        arith::MulFOp::create(
+                            pb, pl, prob,
+                            arith::SubFOp::create(
+                                pb, pl, dp, extractAt(pb, pl, dSumOf, at))));
+                    terms = qs;
+                  }
+                  SmallVector<Value> next;
+                  for (auto [sum, term] : llvm::zip(iter, terms))
+                    next.push_back(arith::AddFOp::create(
+                        pb, pl, sum,
+                        arith::MulFOp::create(pb, pl, coeff, term)));
+                  return next;
+                });
+            if (!cacheGrad)
+              return SmallVector<Value>{
+                  OnePassWindow::insertRow(b, l, sums, args[0], lead, r)};
+            Value inCache = arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::slt, r, w.cacheLen);
+            auto branch = scf::IfOp::create(b, l, args.getTypes(), inCache,
+                                            /*withElseRegion=*/true);
+            OpBuilder tb = OpBuilder::atBlockEnd(branch.thenBlock());
+            scf::YieldOp::create(
+                tb, l,
+                ValueRange{args[0], OnePassWindow::insertRow(
+                                        tb, l, sums, args[1], lead, r)});
+            OpBuilder eb = OpBuilder::atBlockEnd(branch.elseBlock());
+            Value pos = arith::SubIOp::create(eb, l, r, w.cacheLen);
+            scf::YieldOp::create(
+                eb, l,
+                ValueRange{
+                    OnePassWindow::insertRow(eb, l, sums, args[0], lead, pos),
+                    args[1]});
+            return SmallVector<Value>(branch.getResults());
+          });
+      return {results[0], cacheGrad ? results[1] : Value()};
+    };
+    auto empty = [&](Value like) -> Value {
+      if (!like)
+        return Value();
+      return emptyLike(rewriter, loc, cast<RankedTensorType>(like.getType()),
+                       dimSizes(rewriter, loc, like));
+    };
+    Value dvGrad, dvCacheGrad, dkGrad, dkCacheGrad;
+    std::tie(dvGrad, dvCacheGrad) = keyRowsPass(
+        empty(op.getV()), empty(op.getVCache()), dv, /*forKeys=*/false);
+    std::tie(dkGrad, dkCacheGrad) = keyRowsPass(
+        empty(op.getK()), empty(op.getKCache()), d, /*forKeys=*/true);
+    SmallVector<Value> results{perQuery[0], dkGrad, dvGrad};
+    if (op.getKCache())
+      llvm::append_values(results, dkCacheGrad, dvCacheGrad);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
 // recur.window_attention_grad
 //===----------------------------------------------------------------------===//
 
@@ -1645,11 +2171,16 @@ struct RelAttentionToLoops : OpRewritePattern<RelAttentionOp> {
 
 void mlir::recur::loops::populateAttentionPatterns(RewritePatternSet &patterns,
                                                    bool windowTiles,
+                                                   bool windowOnePass,
                                                    bool attentionProducts) {
-  if (windowTiles)
+  if (windowTiles) {
     patterns.add<WindowAttentionTiledToLoops>(patterns.getContext());
-  else
+  } else {
     patterns.add<WindowAttentionToLoops>(patterns.getContext());
+    if (windowOnePass)
+      patterns.add<WindowAttentionOnePassToLoops,
+                   WindowAttentionGradOnePassToLoops>(patterns.getContext());
+  }
   patterns.add<AttentionToLoops>(patterns.getContext(), attentionProducts);
   patterns.add<WindowAttentionGradToLoops, RelAttentionToLoops>(
       patterns.getContext());

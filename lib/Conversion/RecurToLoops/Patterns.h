@@ -74,11 +74,15 @@ void populateGatePatterns(RewritePatternSet &patterns);
 
 /// window_attention, window_attention_grad, attention and rel_attention
 /// (Attention.cpp); window_attention by tiles of queries in register blocks
-/// when `windowTiles` is set (the CPU's form), a query row at a time
-/// otherwise; attention of static sizes as linalg products when
-/// `attentionProducts` is set (the CPU's form).
+/// when `windowTiles` is set (the CPU's form), otherwise a query row at a
+/// time, in one pass over its keys with its sums in registers when
+/// `windowOnePass` is set and its channels allow (the GPU's form, with
+/// window_attention_grad in passes a thread a query or key row where it has
+/// no bias); attention
+/// of static sizes as linalg products when `attentionProducts` is set (the
+/// CPU's form).
 void populateAttentionPatterns(RewritePatternSet &patterns, bool windowTiles,
-                               bool attentionProducts);
+                               bool windowOnePass, bool attentionProducts);
 
 /// block_recurrence, memory_update and stop_gradient (Blocks.cpp).
 void populateBlockPatterns(RewritePatternSet &patterns);

@@ -55,7 +55,8 @@ struct ConvertRecurToLoopsPass
     populateRecurToLoopsPatterns(
         patterns, scanGroup, scanChunk, streamStoreBytes, scanUnrollBytes,
         glaColumnThreads, windowTiles, attentionProducts, scanSpread,
-        scanSpreadChunk, scanWarps, scanWarpsEmulated, glaProducts);
+        scanSpreadChunk, scanWarps, scanWarpsEmulated, glaProducts,
+        windowOnePass);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
@@ -74,13 +75,14 @@ void mlir::recur::populateRecurToLoopsPatterns(
     int64_t streamStoreBytes, int64_t scanUnrollBytes, bool glaColumnThreads,
     bool windowTiles, bool attentionProducts, int64_t scanSpread,
     int64_t scanSpreadChunk, bool scanWarps, bool emulateWarps,
-    bool glaProducts) {
+    bool glaProducts, bool windowOnePass) {
   loops::populateScanPatterns(patterns, scanGroup, scanChunk, streamStoreBytes,
                               scanUnrollBytes, glaColumnThreads, scanSpread,
                               scanSpreadChunk, scanWarps, emulateWarps,
                               glaProducts);
   loops::populateGatePatterns(patterns);
-  loops::populateAttentionPatterns(patterns, windowTiles, attentionProducts);
+  loops::populateAttentionPatterns(patterns, windowTiles, windowOnePass,
+                                   attentionProducts);
   loops::populateBlockPatterns(patterns);
   loops::populateDepthPatterns(patterns);
   loops::populateExpertPatterns(patterns);

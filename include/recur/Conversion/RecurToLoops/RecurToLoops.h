@@ -60,18 +60,19 @@ void stripFrontEndAttributes(ModuleOp module);
 /// Adds the patterns that lower recur ops to scalar scf loops; `scanGroup`,
 /// `scanChunk`, `streamStoreBytes`, `scanUnrollBytes`, `glaColumnThreads`,
 /// `windowTiles`, `attentionProducts`, `scanSpread`, `scanSpreadChunk`,
-/// `scanWarps`, `emulateWarps` and `glaProducts` as the pass options
-/// scan-group, scan-chunk, stream-store-bytes, scan-unroll-bytes,
-/// gla-column-threads, window-tiles, attention-products, scan-spread,
-/// scan-spread-chunk, scan-warps, scan-warps-emulated and gla-products.
+/// `scanWarps`, `emulateWarps`, `glaProducts` and `windowOnePass` as the
+/// pass options scan-group, scan-chunk, stream-store-bytes,
+/// scan-unroll-bytes, gla-column-threads, window-tiles, attention-products,
+/// scan-spread, scan-spread-chunk, scan-warps, scan-warps-emulated,
+/// gla-products and window-one-pass.
 void populateRecurToLoopsPatterns(
     RewritePatternSet &patterns, int64_t scanGroup = kDefaultScanGroup,
     int64_t scanChunk = 0, int64_t streamStoreBytes = 0,
     int64_t scanUnrollBytes = 0, bool glaColumnThreads = false,
     bool windowTiles = false, bool attentionProducts = false,
     int64_t scanSpread = 0, int64_t scanSpreadChunk = kDefaultScanSpreadChunk,
-    bool scanWarps = false, bool emulateWarps = false,
-    bool glaProducts = false);
+    bool scanWarps = false, bool emulateWarps = false, bool glaProducts = false,
+    bool windowOnePass = false);
 
 /// The lanes of a GPU warp.
 constexpr int64_t kWarpLanes = 32;
