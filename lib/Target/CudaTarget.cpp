@@ -211,6 +211,7 @@ mlir::recur::lowerToCuda(ModuleOp module, llvm::LLVMContext &context,
   pipeline.scanSpread = options.scanSpread;
   pipeline.scanWarps = options.scanWarps;
   pipeline.windowOnePass = options.windowOnePass;
+  pipeline.glaColumnChunk = options.glaColumnChunk;
   PassManager pm(module->getContext());
   buildCudaLoweringPipeline(pm, pipeline);
   if (failed(pm.run(module)))

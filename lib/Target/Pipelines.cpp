@@ -38,7 +38,8 @@ void ensurePassesRegistered() {
 /// channels spread over about `scanSpread` threads in chunks (by warps with
 /// `scanWarps`), an output of
 /// `streamStoreBytes` or more in vectors for recur-stream-stores; a recurrent
-/// gla a thread per output column with `glaColumnThreads`; window attention
+/// gla a thread per output column with `glaColumnThreads` (in chunks of
+/// `glaColumnChunk` steps where the columns are few); window attention
 /// by tiles of queries in register blocks with `windowTiles`, or in one pass
 /// over each query's keys with `windowOnePass`; attention of
 /// static sizes as linalg products with `attentionProducts`; a chunked gla
@@ -57,10 +58,11 @@ void ensurePassesRegistered() {
 std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
                             int64_t scanSpread, bool scanWarps,
                             int64_t scanUnrollBytes, int64_t streamStoreBytes,
-                            bool glaColumnThreads, bool windowTiles,
-                            bool windowOnePass, bool attentionProducts,
-                            bool glaProducts, bool blockContractions,
-                            bool interchangeReductions, bool destinations) {
+                            bool glaColumnThreads, int64_t glaColumnChunk,
+                            bool windowTiles, bool windowOnePass,
+                            bool attentionProducts, bool glaProducts,
+                            bool blockContractions, bool interchangeReductions,
+                            bool destinations) {
   return "convert-recur-to-loops{mark-parallel scan-group=" +
          std::to_string(scanGroup) +
          " scan-chunk=" + std::to_string(scanChunk) +
@@ -69,6 +71,7 @@ std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
          " scan-unroll-bytes=" + std::to_string(scanUnrollBytes) +
          " stream-store-bytes=" + std::to_string(streamStoreBytes) +
          " gla-column-threads=" + (glaColumnThreads ? "true" : "false") +
+         " gla-column-chunk=" + std::to_string(glaColumnChunk) +
          " window-tiles=" + (windowTiles ? "true" : "false") +
          " window-one-pass=" + (windowOnePass ? "true" : "false") +
          " attention-products=" + (attentionProducts ? "true" : "false") +
@@ -157,7 +160,8 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
       bufferizedLoops(kScanGroupByThreads, /*scanChunk=*/0, /*scanSpread=*/0,
                       /*scanWarps=*/false, /*scanUnrollBytes=*/0,
                       options.streamStoreBytes,
-                      /*glaColumnThreads=*/false, /*windowTiles=*/true,
+                      /*glaColumnThreads=*/false, /*glaColumnChunk=*/0,
+                      /*windowTiles=*/true,
                       /*windowOnePass=*/false,
                       /*attentionProducts=*/true,
                       /*glaProducts=*/true,
@@ -217,7 +221,7 @@ void mlir::recur::buildCudaLoweringPipeline(
       bufferizedLoops(/*scanGroup=*/1, /*scanChunk=*/0, options.scanSpread,
                       options.scanWarps, options.scanUnrollBytes,
                       /*streamStoreBytes=*/0,
-                      /*glaColumnThreads=*/true,
+                      /*glaColumnThreads=*/true, options.glaColumnChunk,
                       /*windowTiles=*/false, options.windowOnePass,
                       /*attentionProducts=*/false,
                       /*glaProducts=*/false,

@@ -746,7 +746,8 @@ std::vector<HostTensor>
 runGla(Dtype dt, const Tensor<double> &q, const Tensor<double> &k,
        const Tensor<double> &v, const Tensor<S> &a,
        const std::optional<Tensor<S>> &init,
-       const std::string &attributes = kGlaChunk4, bool dynamicSizes = false) {
+       const std::string &attributes = kGlaChunk4, bool dynamicSizes = false,
+       const std::string &pipeline = "", bool dynamicSteps = false) {
   std::string f = name(dt);
   std::string sElem =
       std::is_same<S, Complex>::value ? "complex<" + f + ">" : f;
@@ -757,6 +758,12 @@ runGla(Dtype dt, const Tensor<double> &q, const Tensor<double> &k,
   auto spell = [&](const std::vector<int64_t> &shape, const std::string &e) {
     size_t rank = shape.size();
     return ty(dynamicSizes ? dyn(shape, {rank - 2, rank - 1}) : shape, e);
+  };
+  // With `dynamicSteps`, T alone is dynamic (dk and dv static).
+  auto spellSteps = [&](const std::vector<int64_t> &shape,
+                        const std::string &e) {
+    return dynamicSteps ? ty(dyn(shape, {shape.size() - 2}), e)
+                        : spell(shape, e);
   };
   std::string src = fill(R"mlir(
 func.func @f(%q: $Q, %k: $Q, %v: $V, %a: $A $INITARG) -> ($V, $S)
@@ -769,14 +776,14 @@ func.func @f(%q: $Q, %k: $Q, %v: $V, %a: $A $INITARG) -> ($V, $S)
                          {{"INITARG", init ? ", %s0: $S" : ""},
                           {"INIT", init ? "init(%s0 : $S)" : ""},
                           {"ATTRS", attributes}});
-  src = fill(src, {{"Q", spell(q.shape, f)},
-                   {"V", spell(v.shape, f)},
-                   {"A", spell(a.shape, sElem)},
+  src = fill(src, {{"Q", spellSteps(q.shape, f)},
+                   {"V", spellSteps(v.shape, f)},
+                   {"A", spellSteps(a.shape, sElem)},
                    {"S", spell(sShape, sElem)}});
   std::vector<HostTensor> args = {host(q), host(k), host(v), host(a)};
   if (init)
     args.push_back(host(*init));
-  return runLowered(src, args);
+  return runLowered(src, args, pipeline);
 }
 
 struct GlaCase {
@@ -785,12 +792,13 @@ struct GlaCase {
   bool complexDecay, withInit;
 };
 
-TEST(ReferenceLowering, GatedLinearAttention) {
-  const GlaCase cases[] = {
-      {{2}, 1, false, false},    {{2}, 2, true, true}, {{2}, 13, false, true},
-      {{1, 2}, 13, true, false}, {{2}, 6, true, true}, {{1}, 31, false, false},
-  };
-  Rng rng(3);
+/// Runs gated_linear_attention on each case (`attributes`, lowered after
+/// `pipeline`; with `dynamicSteps` once more with T dynamic) against the
+/// float64 oracle, the errors reported under `what`.
+void checkGlaCases(llvm::ArrayRef<GlaCase> cases, uint64_t seed,
+                   const std::string &what, const std::string &attributes,
+                   const std::string &pipeline, bool dynamicSteps) {
+  Rng rng(seed);
   for (Dtype dt : kDtypes)
     for (const GlaCase &c : cases) {
       SCOPED_TRACE("T=" + std::to_string(c.steps) + " " + name(dt) +
@@ -800,30 +808,64 @@ TEST(ReferenceLowering, GatedLinearAttention) {
       Tensor<double> k = rng.tensor(dt, join(c.lead, {c.steps, dk}));
       Tensor<double> v = rng.tensor(dt, join(c.lead, {c.steps, dv}));
       std::vector<int64_t> sShape = join(c.lead, {dk, dv});
-      if (c.complexDecay) {
-        Tensor<Complex> a = rng.complexDecays(dt, q.shape);
-        std::optional<Tensor<Complex>> s0;
-        if (c.withInit)
-          s0 = rng.complexTensor(dt, sShape);
-        std::vector<HostTensor> out = runGla(dt, q, k, v, a, s0);
-        ASSERT_EQ(out.size(), 2u);
-        GlaResult<Complex> ref = gatedLinearAttention(q, k, v, a, s0);
-        expectClose("gated_linear_attention (complex)", dt, real(out[0]),
-                    ref.y);
-        expectClose("gated_linear_attention (complex)", dt, complexOf(out[1]),
-                    ref.state);
-      } else {
-        Tensor<double> a = rng.decays(dt, q.shape);
-        std::optional<Tensor<double>> s0;
-        if (c.withInit)
-          s0 = rng.tensor(dt, sShape);
-        std::vector<HostTensor> out = runGla(dt, q, k, v, a, s0);
-        ASSERT_EQ(out.size(), 2u);
-        GlaResult<double> ref = gatedLinearAttention(q, k, v, a, s0);
-        expectClose("gated_linear_attention", dt, real(out[0]), ref.y);
-        expectClose("gated_linear_attention", dt, real(out[1]), ref.state);
+      for (bool steps : {false, true}) {
+        if (steps && !dynamicSteps)
+          continue;
+        if (c.complexDecay) {
+          Tensor<Complex> a = rng.complexDecays(dt, q.shape);
+          std::optional<Tensor<Complex>> s0;
+          if (c.withInit)
+            s0 = rng.complexTensor(dt, sShape);
+          std::vector<HostTensor> out =
+              runGla(dt, q, k, v, a, s0, attributes, false, pipeline, steps);
+          ASSERT_EQ(out.size(), 2u);
+          GlaResult<Complex> ref = gatedLinearAttention(q, k, v, a, s0);
+          expectClose(what + " (complex)", dt, real(out[0]), ref.y);
+          expectClose(what + " (complex)", dt, complexOf(out[1]), ref.state);
+        } else {
+          Tensor<double> a = rng.decays(dt, q.shape);
+          std::optional<Tensor<double>> s0;
+          if (c.withInit)
+            s0 = rng.tensor(dt, sShape);
+          std::vector<HostTensor> out =
+              runGla(dt, q, k, v, a, s0, attributes, false, pipeline, steps);
+          ASSERT_EQ(out.size(), 2u);
+          GlaResult<double> ref = gatedLinearAttention(q, k, v, a, s0);
+          expectClose(what, dt, real(out[0]), ref.y);
+          expectClose(what, dt, real(out[1]), ref.state);
+        }
       }
     }
+}
+
+TEST(ReferenceLowering, GatedLinearAttention) {
+  const GlaCase cases[] = {
+      {{2}, 1, false, false},    {{2}, 2, true, true}, {{2}, 13, false, true},
+      {{1, 2}, 13, true, false}, {{2}, 6, true, true}, {{1}, 31, false, false},
+  };
+  checkGlaCases(cases, 3, "gated_linear_attention", kGlaChunk4, "", false);
+}
+
+/// The GPU's recurrent form (gla-column-threads) with its state column in
+/// registers (gla-column-chunk=4), against the float64 oracle: sequences
+/// longer than 8 steps in chunks of 4 (each chunk's decay products and
+/// state from zero, the states entering the chunks, then each chunk from
+/// its own), ending in a whole chunk or a part of one; shorter ones, and
+/// 16384 output columns, a thread a column. The decays real or complex,
+/// with and without an initial state; T static (the form chosen when
+/// compiling) and dynamic (chosen when it runs).
+TEST(ReferenceLowering, GatedLinearAttentionColumnChunks) {
+  const GlaCase cases[] = {
+      {{2}, 1, false, false},    {{2}, 4, true, true},
+      {{2}, 5, false, true},     {{1, 2}, 13, true, false},
+      {{2}, 8, true, true},      {{1}, 31, false, false},
+      {{3}, 17, true, true},     {{2}, 16, false, true},
+      {{8192}, 13, false, true}, {{2}, 9, true, false},
+  };
+  checkGlaCases(cases, 11, "gated_linear_attention, column chunks",
+                "{algorithm = #recur.algorithm<recurrent>}",
+                "convert-recur-to-loops{gla-column-threads gla-column-chunk=4}",
+                true);
 }
 
 /// The float64 cotangents of gated_linear_attention with real decays,
@@ -1379,7 +1421,7 @@ struct WindowCase {
   // Whether the backward is checked against central differences: not with
   // logits in the hundreds, whose differences' truncation error (the
   // logits' third derivative times the step squared) exceeds the float64
-  // check's 1e-8.
+  // check's 1e-8; its forms are then checked against each other.
   bool checkGrad = true;
 };
 
@@ -1519,14 +1561,15 @@ TEST(ReferenceLowering, WindowAttention) {
        dflt,
        dflt,
        {}},
-      // A query of these sees 128 keys or more: the one-pass form walks the
-      // union of the ranges of an aligned group of 32 queries, each query
-      // skipping the keys outside its own (groups cut by T and by the
-      // leading indices, and ranges cut at position 0).
+      // A query of these may see 128 keys or more: the one-pass forms walk
+      // the union of the ranges of an aligned group of 32 queries (or, in
+      // the backward, key rows), each skipping the positions outside its
+      // own (groups cut by T and by the leading indices, and ranges cut at
+      // position 0).
       {"token band, include_self, t5, cache, groups of queries",
        {1, 2},
        167,
-       127,
+       128,
        0,
        true,
        BiasKind::T5,
@@ -1542,6 +1585,39 @@ TEST(ReferenceLowering, WindowAttention) {
        false,
        BiasKind::None,
        50,
+       dflt,
+       dflt,
+       {}},
+      {"block band, include_self, cache, groups of queries",
+       {1, 2},
+       150,
+       96,
+       32,
+       true,
+       BiasKind::None,
+       7,
+       dflt,
+       dflt,
+       {}},
+      {"token band, groups of queries, the first sees no key",
+       {2, 1},
+       100,
+       130,
+       0,
+       false,
+       BiasKind::None,
+       0,
+       dflt,
+       dflt,
+       {}},
+      {"block band, include_self, cache",
+       {2, 2},
+       13,
+       4,
+       2,
+       true,
+       BiasKind::None,
+       3,
        dflt,
        dflt,
        {}},
@@ -1682,8 +1758,6 @@ func.func @f(%q: $Q, %k: $Q, %v: $V $BIASARG $CACHEARG) -> $V
       // The fused backward (the register blocks of 8 f32 or 4 f64 lanes)
       // against central differences of the float64 oracle's forward, L =
       // sum(dy * o), one input element at a time.
-      if (!c.checkGrad)
-        continue;
       Tensor<double> dy = rng.tensor(dt, vShape);
       std::vector<HostTensor> gradArgs = {host(q), host(k), host(v), host(dy)};
       std::string results = "$Q, $Q, $V";
@@ -1732,6 +1806,12 @@ func.func @f(%q: $Q, %k: $Q, %v: $V, %dy: $V $BIASARG $CACHEARG)
       std::vector<HostTensor> onePassGrads = runLowered(
           gradSrc, gradArgs, "convert-recur-to-loops{window-one-pass}");
       ASSERT_EQ(onePassGrads.size(), wrt.size());
+      if (!c.checkGrad) {
+        for (size_t i = 0; i < wrt.size(); ++i)
+          expectClose("window_attention_grad, one pass against tiles", dt,
+                      real(onePassGrads[i]), real(grads[i]));
+        continue;
+      }
       auto loss = [&] {
         Tensor<double> o = windowAttention(q, k, v, attrs, bias, kc, vc);
         double sum = 0.0;

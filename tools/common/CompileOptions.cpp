@@ -86,12 +86,27 @@ CompileOptions::CompileOptions(cl::OptionCategory &category)
       cudaWindowOnePass(
           "cuda-window-one-pass",
           cl::desc("Window attention whose query and value channels are "
-                   "static (160 at most in all) goes in one pass over each "
-                   "query's keys, a query a thread, its sums in registers "
-                   "(an online softmax); =false: a query row at a time with "
-                   "its logits in a scratch row, the form before it "
-                   "(default on; --target=cuda only)"),
-          cl::init(true), cl::cat(category)) {}
+                   "static (d + dv at most 160 values of 32 bits) goes in "
+                   "one pass over each query's keys, a query a thread, its "
+                   "sums in registers (an online softmax), and its backward "
+                   "without a bias (2 d + dv at most 192) a thread a query "
+                   "or key row; =false: a query row at a time with its "
+                   "logits in a scratch row, and the backward's fused "
+                   "tiles, the forms before it (default on; --target=cuda "
+                   "only)"),
+          cl::init(true), cl::cat(category)),
+      cudaGlaColumnChunk(
+          "cuda-gla-column-chunk",
+          cl::desc("A recurrent gla whose state column fits in registers "
+                   "keeps it there, and over fewer than 16384 output "
+                   "columns (leading indices times dv) and longer than 2 n "
+                   "steps goes in chunks of n steps, a thread per (chunk, "
+                   "column), instead of a thread per column; 0: a thread "
+                   "per column, the state in memory, 0 to 65536 (default "
+                   "64; --target=cuda only)"),
+          cl::value_desc("n"),
+          cl::init(mlir::recur::kDefaultCudaGlaColumnChunk),
+          cl::cat(category)) {}
 
 int64_t CompileOptions::streamStoreBytesValue() const {
   return static_cast<int64_t>(
@@ -105,10 +120,12 @@ CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
         cudaScanUnrollBytes.getNumOccurrences() ||
         cudaScanSpread.getNumOccurrences() ||
         cudaScanWarps.getNumOccurrences() ||
-        cudaWindowOnePass.getNumOccurrences())
+        cudaWindowOnePass.getNumOccurrences() ||
+        cudaGlaColumnChunk.getNumOccurrences())
       return std::string("--cuda-block-threads, --cuda-scan-unroll-bytes, "
-                         "--cuda-scan-spread, --cuda-scan-warps and "
-                         "--cuda-window-one-pass need --target=cuda");
+                         "--cuda-scan-spread, --cuda-scan-warps, "
+                         "--cuda-window-one-pass and --cuda-gla-column-chunk "
+                         "need --target=cuda");
     return std::nullopt;
   }
   if (cudaBlockThreads < 1 || cudaBlockThreads > 1024)
@@ -120,6 +137,9 @@ CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
   if (cudaScanSpread < 0 || cudaScanSpread > (int64_t(1) << 24))
     return "--cuda-scan-spread must be 0 to 16777216, not " +
            std::to_string(cudaScanSpread);
+  if (cudaGlaColumnChunk < 0 || cudaGlaColumnChunk > 65536)
+    return "--cuda-gla-column-chunk must be 0 to 65536, not " +
+           std::to_string(cudaGlaColumnChunk);
   if (cudaScanWarps && cudaBlockThreads % mlir::recur::kWarpLanes != 0)
     return "--cuda-scan-warps needs --cuda-block-threads a multiple of " +
            std::to_string(mlir::recur::kWarpLanes) + ", not " +
@@ -129,5 +149,6 @@ CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
   cuda->scanSpread = cudaScanSpread;
   cuda->scanWarps = cudaScanWarps;
   cuda->windowOnePass = cudaWindowOnePass;
+  cuda->glaColumnChunk = cudaGlaColumnChunk;
   return std::nullopt;
 }

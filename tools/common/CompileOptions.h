@@ -41,6 +41,7 @@ struct CompileOptions {
   llvm::cl::opt<int64_t> cudaScanSpread;
   llvm::cl::opt<bool> cudaScanWarps;
   llvm::cl::opt<bool> cudaWindowOnePass;
+  llvm::cl::opt<int64_t> cudaGlaColumnChunk;
 
   /// --stream-store-bytes as the pipelines take it.
   int64_t streamStoreBytesValue() const;

@@ -208,6 +208,18 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "(a nest over the leading indices and the columns, each column "
            "of the state swept on its own): the GPU's form; the CPU's "
            "sweeps the state row by row over contiguous columns">,
+    Option<"glaColumnChunk", "gla-column-chunk", "int64_t",
+           /*default=*/"0",
+           "With gla-column-threads, a recurrent gla whose state column fits "
+           "in 128 32-bit registers (dk static; a complex or f64 value two, "
+           "a complex<f64> four) keeps it in registers, and where it runs "
+           "longer than twice this many steps over fewer than 16384 output "
+           "columns (leading indices times dv), goes in chunks of this many "
+           "steps: the chunks' decay products a thread per (chunk, key row), "
+           "each chunk's state from zero a thread per (chunk, column), the "
+           "state entering each chunk a thread per column, then each chunk "
+           "again from it a thread per (chunk, column), writing the outputs "
+           "(the GPU's form; 0: a thread a column, the state in memory)">,
     Option<"windowTiles", "window-tiles", "bool", /*default=*/"false",
            "Lower window_attention as window_attention_grad is lowered: "
            "per leading index, tiles of 16 queries over the union of their "
@@ -217,15 +229,16 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "query row at a time, rows independent (the GPU's form)">,
     Option<"windowOnePass", "window-one-pass", "bool", /*default=*/"false",
            "Without window-tiles, lower a window_attention whose query and "
-           "value channels are static and at most 160 in all in one pass "
-           "over each query's keys: a query a thread, its query channels, "
-           "running largest logit, running sum of weights and output row "
-           "carried from key to key (an online softmax: one exp per key), the "
-           "row written once; queries that see 128 keys or more walk the "
-           "union of the ranges of their aligned group of 32 together, each "
-           "skipping the keys outside its own, so that a warp reads the same "
-           "rows at once; and a window_attention_grad without a bias whose "
-           "channels are static with 2 d + dv at most 192 in passes a thread a "
+           "value channels are static, d + dv at most 160 values of 32 bits "
+           "(an f64 two), in one pass over each query's keys: a query a "
+           "thread, its query channels, running largest logit, running sum "
+           "of weights and output row carried from key to key (an online "
+           "softmax: one exp per key), the row written once; queries that "
+           "may see 128 keys or more walk the union of the ranges of their "
+           "aligned group of 32 together, each skipping the keys outside its "
+           "own, so that a warp reads the same rows at once; and a "
+           "window_attention_grad without a bias whose channels are static, "
+           "2 d + dv at most 192 such values, in passes a thread a "
            "query (the softmax's statistics, then dq) and a thread a key row "
            "(dv, then dk), every sum in registers (the GPU's form; sums "
            "reassociated, so results agree with the other forms to "

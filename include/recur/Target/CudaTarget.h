@@ -45,6 +45,7 @@ struct CudaTargetOptions {
   int64_t scanSpread = kDefaultCudaScanSpread;
   bool scanWarps = false;
   bool windowOnePass = true;
+  int64_t glaColumnChunk = kDefaultCudaGlaColumnChunk;
   /// The CUDA toolkit (bin/ptxas, bin/fatbinary, nvvm/libdevice); empty:
   /// findCudaToolkit().
   std::string toolkit;

@@ -52,6 +52,9 @@ void buildCpuLoweringPipeline(OpPassManager &pm,
 constexpr int64_t kDefaultCudaBlockThreads = 128;
 constexpr int64_t kDefaultCudaScanUnrollBytes = 256;
 constexpr int64_t kDefaultCudaScanSpread = 65536;
+/// The steps a chunk of a recurrent gla of few columns has on the GPU
+/// (convert-recur-to-loops' gla-column-chunk).
+constexpr int64_t kDefaultCudaGlaColumnChunk = 64;
 
 /// What the CUDA pipeline compiles the device code for.
 struct CudaPipelineOptions {
@@ -80,6 +83,10 @@ struct CudaPipelineOptions {
   /// (convert-recur-to-loops' window-one-pass), instead of a row of logits
   /// in scratch.
   bool windowOnePass = true;
+  /// The steps of a chunk of a recurrent gla of few output columns, a
+  /// thread per (chunk, column) (convert-recur-to-loops' gla-column-chunk;
+  /// 0: a thread per column).
+  int64_t glaColumnChunk = kDefaultCudaGlaColumnChunk;
 };
 
 /// recur to the LLVM dialect for CUDA: the CPU pipeline's loops up to

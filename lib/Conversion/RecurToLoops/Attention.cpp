@@ -19,6 +19,11 @@
 // over the union of their bands, its products (Q K^T, dY V^T, dY^T P, Q^T
 // dS, dS K) in register blocks of vectors over consecutive keys.
 //
+// The GPU's forms (window-one-pass): window_attention a query a thread in
+// one pass over its keys, an online softmax with its sums in registers; and
+// window_attention_grad without a bias in passes a thread a query (the
+// softmax's statistics, dq) and a thread a key row (dv, dk).
+//
 //===----------------------------------------------------------------------===//
 
 #include "Patterns.h"
@@ -34,6 +39,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <array>
 #include <functional>
 #include <limits>
 
@@ -439,6 +445,16 @@ Value positionBias(OpBuilder &b, Location loc, OpT op, Value head,
   llvm_unreachable("unknown bias kind");
 }
 
+/// The position bias of key row `r` for query position `p` of the leading
+/// index `lead`: delta = p - (r - C), the heads the dimension before T.
+template <typename OpT>
+Value windowBias(OpBuilder &b, Location loc, OpT op, ValueRange lead, Value p,
+                 Value cacheLen, Value r) {
+  Value delta = arith::SubIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, p, cacheLen), r);
+  return positionBias(b, loc, op, lead.back(), delta);
+}
+
 struct WindowAttentionToLoops : OpRewritePattern<WindowAttentionOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -482,10 +498,7 @@ struct WindowAttentionToLoops : OpRewritePattern<WindowAttentionOp> {
           KeyFn bias;
           if (op.getBiasKind() != BiasKind::None)
             bias = [&](OpBuilder &kb, Location kl, Value r) {
-              // delta = p - (r - C); the heads are the dimension before T.
-              Value delta = arith::SubIOp::create(
-                  kb, kl, arith::AddIOp::create(kb, kl, p, cacheLen), r);
-              return positionBias(kb, kl, op, lead.back(), delta);
+              return windowBias(kb, kl, op, lead, p, cacheLen, r);
             };
           keys.logits = [&](OpBuilder &kb, Location kl, Value row) {
             return logitsOverTransposedKeys(
@@ -512,30 +525,76 @@ struct WindowAttentionToLoops : OpRewritePattern<WindowAttentionOp> {
 // recur.window_attention and recur.window_attention_grad in one pass
 //===----------------------------------------------------------------------===//
 
-/// The most channels a thread of the one-pass forms keeps in registers:
-/// the forward's query and output row (d + dv), the backward's query or
-/// key, its cotangent sum and the output cotangent or value row (2 d + dv).
-/// At the benchmark's heads (64 and 64), 128 and 192 registers of the 255 a
-/// GPU thread may have.
-constexpr int64_t kOnePassMaxChannels = 160;
-constexpr int64_t kOnePassMaxGradChannels = 192;
-/// Threads that walk the union of their ranges together (a warp's, when the
-/// launch's last dimension is the query or key position), where a query
-/// sees at least kOnePassGroupMinKeys keys: every thread of the warp then
-/// reads the same row at once.
+/// The most values the loops of the one-pass forms carry from step to step
+/// in 32-bit registers: the forward's query and output row (d + dv), the
+/// backward's query or key row, its cotangent sums and the output cotangent
+/// or value row (2 d + dv), an f64 value two registers. At the benchmark's
+/// f32 heads of 64 and 64, 128 and 192 of the 255 registers a GPU thread
+/// may have; the row a step reads comes on top (ptxas: the forward 167
+/// registers, no spills; two backward kernels spill 128 and 152 bytes, the
+/// cost of not falling back to the fused tiles, a thread per leading
+/// index).
+constexpr int64_t kOnePassMaxRegisters = 160;
+constexpr int64_t kOnePassGradMaxRegisters = 192;
+/// Threads that walk the union of their ranges together: kOnePassGroup
+/// consecutive positions, aligned (a warp, where the launch's flattened
+/// index is a multiple of 32 at each group's start: T a multiple of 32 for
+/// the queries, C + T for the key rows), where a query may see
+/// kOnePassGroupMinKeys keys or more: every thread of the warp then reads
+/// the same row at once.
 constexpr int64_t kOnePassGroup = 32;
 constexpr int64_t kOnePassGroupMinKeys = 128;
 
+/// The `n` elements of row `row` of `tensor` (`[lead..., rows, n]`).
+SmallVector<Value> rowOf(OpBuilder &b, Location l, Value tensor,
+                         ValueRange lead, Value row, int64_t n) {
+  SmallVector<Value> xs;
+  for (int64_t e = 0; e < n; ++e)
+    xs.push_back(
+        extractAt(b, l, tensor,
+                  concatIndices(lead, ValueRange{row, indexConst(b, l, e)})));
+  return xs;
+}
+
+/// `tensor` with `xs` written as row `row` (`[lead..., rows, n]`).
+Value insertRow(OpBuilder &b, Location l, ArrayRef<Value> xs, Value tensor,
+                ValueRange lead, Value row) {
+  for (auto [e, x] : llvm::enumerate(xs))
+    tensor =
+        insertAt(b, l, x, tensor,
+                 concatIndices(lead, ValueRange{row, indexConst(b, l, e)}));
+  return tensor;
+}
+
+/// sum_e x[e] y[e] (at least one term), in increasing e.
+Value dotOf(OpBuilder &b, Location l, ArrayRef<Value> x, ArrayRef<Value> y) {
+  Value sum = arith::MulFOp::create(b, l, x[0], y[0]);
+  for (auto [xe, ye] : llvm::drop_begin(llvm::zip(x, y)))
+    sum = arith::AddFOp::create(b, l, sum, arith::MulFOp::create(b, l, xe, ye));
+  return sum;
+}
+
+/// sum * rescale + weight * term.
+Value rescaled(OpBuilder &b, Location l, Value sum, Value rescale, Value weight,
+               Value term) {
+  return arith::AddFOp::create(b, l, arith::MulFOp::create(b, l, sum, rescale),
+                               arith::MulFOp::create(b, l, weight, term));
+}
+
 /// What the one-pass forms of window_attention and window_attention_grad
 /// share: sizes, attributes, the keys and values after their caches, the
-/// ranges a thread walks and the online softmax's update.
+/// ranges a thread walks, the logits and the online softmax's step.
 struct OnePassWindow {
   template <typename OpT>
   OnePassWindow(OpBuilder &b, Location loc, OpT op)
       : elem(cast<RankedTensorType>(op.getQ().getType()).getElementType()),
         window(op.getWindowAttr().getInt()), block(op.getBlockAttr().getInt()),
-        includeSelf(op.getIncludeSelf()),
-        grouped(window + block + 1 >= kOnePassGroupMinKeys) {
+        includeSelf(op.getIncludeSelf()) {
+    // The most keys a query sees: the window (token band), or its block's
+    // last query's (block band).
+    int64_t maxKeys =
+        block == 0 ? window : window + block - (includeSelf ? 0 : 1);
+    grouped = maxKeys >= kOnePassGroupMinKeys;
     int64_t rank = cast<RankedTensorType>(op.getQ().getType()).getRank();
     qSizes = dimSizes(b, loc, op.getQ());
     vSizes = dimSizes(b, loc, op.getV());
@@ -552,10 +611,11 @@ struct OnePassWindow {
                             : op.getV();
   }
 
-  /// The range a thread walks, [from, to), and its own, [begin, end): its
-  /// own, or with `grouped` the union of the ranges of the kOnePassGroup
-  /// positions of its aligned group (`range` nondecreasing in the
-  /// position at both ends), cut at `limit`.
+  /// The positions a thread walks, [from, to), and its own, [begin, end):
+  /// its own, or with `grouped` the union of the ranges of the
+  /// kOnePassGroup positions of its aligned group (`range` nondecreasing in
+  /// the position at both ends), cut at `limit` where given (`range` of
+  /// positions past the last may end past it).
   struct Walk {
     Value from, to, begin, end;
   };
@@ -573,7 +633,9 @@ struct OnePassWindow {
       Value last = arith::AddIOp::create(b, l, first,
                                          indexConst(b, l, kOnePassGroup - 1));
       w.from = range(b, l, first).first;
-      w.to = arith::MinSIOp::create(b, l, range(b, l, last).second, limit);
+      w.to = range(b, l, last).second;
+      if (limit)
+        w.to = arith::MinSIOp::create(b, l, w.to, limit);
     }
     return w;
   }
@@ -589,7 +651,7 @@ struct OnePassWindow {
   /// [first, end) of positions p whose windowKeyRange holds r: p - (r - C)
   /// at least the least delta (0 with include_self, else 1), and at most
   /// the largest one (token band) or the query's block starting at most
-  /// `window` after the key (block band).
+  /// `window` after the key (block band); within [0, T).
   std::pair<Value, Value> queryRange(OpBuilder &b, Location l, Value r) const {
     Value pos = arith::SubIOp::create(b, l, r, cacheLen);
     Value zero = indexConst(b, l, 0);
@@ -615,9 +677,9 @@ struct OnePassWindow {
     return {first, end};
   }
 
-  /// The queries key row `r` walks.
+  /// The queries key row `r` walks (queryRange, already within [0, T)).
   Walk queriesOf(OpBuilder &b, Location l, Value r) const {
-    return walk(b, l, r, steps, [&](OpBuilder &rb, Location rl, Value k) {
+    return walk(b, l, r, Value(), [&](OpBuilder &rb, Location rl, Value k) {
       return queryRange(rb, rl, k);
     });
   }
@@ -633,42 +695,19 @@ struct OnePassWindow {
         arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, w.end));
   }
 
-  /// The `n` elements of row `row` of `tensor` ([lead..., rows, n]).
-  static SmallVector<Value> rowOf(OpBuilder &b, Location l, Value tensor,
-                                  ValueRange lead, Value row, int64_t n) {
-    SmallVector<Value> xs;
-    for (int64_t e = 0; e < n; ++e)
-      xs.push_back(
-          extractAt(b, l, tensor,
-                    concatIndices(lead, ValueRange{row, indexConst(b, l, e)})));
-    return xs;
-  }
-
-  /// sum_e x[e] y[e], in increasing e.
-  static Value dot(OpBuilder &b, Location l, ArrayRef<Value> x,
-                   ArrayRef<Value> y) {
-    Value sum = arith::MulFOp::create(b, l, x[0], y[0]);
-    for (auto [xe, ye] : llvm::drop_begin(llvm::zip(x, y)))
-      sum =
-          arith::AddFOp::create(b, l, sum, arith::MulFOp::create(b, l, xe, ye));
-    return sum;
-  }
-
-  /// `tensor` with `xs` written as row `row` ([lead..., rows, n]).
-  static Value insertRow(OpBuilder &b, Location l, ArrayRef<Value> xs,
-                         Value tensor, ValueRange lead, Value row) {
-    for (auto [e, x] : llvm::enumerate(xs))
-      tensor =
-          insertAt(b, l, x, tensor,
-                   concatIndices(lead, ValueRange{row, indexConst(b, l, e)}));
-    return tensor;
+  /// scale (q . k) of the query channels `qs` and the key channels `ks`.
+  Value logit(OpBuilder &b, Location l, ArrayRef<Value> qs,
+              ArrayRef<Value> ks) const {
+    return arith::MulFOp::create(b, l, scale, dotOf(b, l, qs, ks));
   }
 
   /// One key of logit `s` in the online softmax of running largest logit
   /// `m`: (rescale, weight, next m). exp(-|s - m|) rescales the sums when s
   /// > m (the key's weight then 1) and is the key's weight otherwise: one
-  /// exp a key. A key outside the thread's own range (`visible` false)
-  /// rescales nothing, weighs nothing and leaves m.
+  /// exp a key. A key outside the thread's own range (`visible` false), or
+  /// of logit -inf (a weight of 0, as exp(s - max) gives it), rescales
+  /// nothing, weighs nothing and leaves m; a NaN logit counts, so that it
+  /// shows in the row.
   std::array<Value, 3> onlineStep(OpBuilder &b, Location l, Value s, Value m,
                                   Value visible) const {
     Value zeroF = zeroOf(b, l, elem);
@@ -681,20 +720,15 @@ struct OnePassWindow {
     Value rescale = arith::SelectOp::create(b, l, rising, decay, oneF);
     Value weight = arith::SelectOp::create(b, l, rising, oneF, decay);
     Value mNext = arith::MaximumFOp::create(b, l, m, s);
-    if (visible) {
-      rescale = arith::SelectOp::create(b, l, visible, rescale, oneF);
-      weight = arith::SelectOp::create(b, l, visible, weight, zeroF);
-      mNext = arith::SelectOp::create(b, l, visible, mNext, m);
-    }
+    Value counts = arith::CmpFOp::create(
+        b, l, arith::CmpFPredicate::UNE, s,
+        floatConst(b, l, elem, -std::numeric_limits<double>::infinity()));
+    if (visible)
+      counts = arith::AndIOp::create(b, l, counts, visible);
+    rescale = arith::SelectOp::create(b, l, counts, rescale, oneF);
+    weight = arith::SelectOp::create(b, l, counts, weight, zeroF);
+    mNext = arith::SelectOp::create(b, l, counts, mNext, m);
     return {rescale, weight, mNext};
-  }
-
-  /// sum * rescale + weight * term.
-  static Value rescaled(OpBuilder &b, Location l, Value sum, Value rescale,
-                        Value weight, Value term) {
-    return arith::AddFOp::create(b, l,
-                                 arith::MulFOp::create(b, l, sum, rescale),
-                                 arith::MulFOp::create(b, l, weight, term));
   }
 
   Type elem;
@@ -704,18 +738,22 @@ struct OnePassWindow {
   Value steps, cacheLen, keyRows, scale, keys, values;
 };
 
-/// Whether `op`'s query and value channels are static and, with `perQuery`
-/// channels of the query's and `perValue` of the value's, at most `limit`
-/// in all: (d, dv) then.
+/// `op`'s query and value channels (d, dv), if they are static, at least
+/// 1, and `perQuery` d + dv values in 32-bit registers are at most `limit`
+/// (a match failure otherwise).
 template <typename OpT>
-std::optional<std::pair<int64_t, int64_t>>
-onePassChannels(OpT op, int64_t perQuery, int64_t perValue, int64_t limit) {
+FailureOr<std::pair<int64_t, int64_t>>
+onePassChannels(PatternRewriter &rewriter, OpT op, int64_t perQuery,
+                int64_t limit) {
   auto qType = cast<RankedTensorType>(op.getQ().getType());
   auto vType = cast<RankedTensorType>(op.getV().getType());
   int64_t d = qType.getShape().back(), dv = vType.getShape().back();
-  if (ShapedType::isDynamic(d) || ShapedType::isDynamic(dv) ||
-      perQuery * d + perValue * dv > limit)
-    return std::nullopt;
+  int64_t registers =
+      qType.getElementType().getIntOrFloatBitWidth() <= 32 ? 1 : 2;
+  if (ShapedType::isDynamic(d) || ShapedType::isDynamic(dv) || d < 1 ||
+      dv < 1 || (perQuery * d + dv) * registers > limit)
+    return rewriter.notifyMatchFailure(
+        op, "channels not static, or too many to keep in registers");
   return std::make_pair(d, dv);
 }
 
@@ -723,84 +761,71 @@ onePassChannels(OpT op, int64_t perQuery, int64_t perValue, int64_t limit) {
 /// form, `window-one-pass`): a query a thread, its d query channels, the
 /// running largest logit m, the running sum of weights l and its dv output
 /// channels carried in registers from key to key (an online softmax,
-/// OnePassWindow::onlineStep), the row written once at the end, divided by
-/// l. Where a query sees at least kOnePassGroupMinKeys keys, the
+/// OnePassWindow::onlineStep), the row written once at the end, times 1 /
+/// l. Where a query may see kOnePassGroupMinKeys keys or more, the
 /// kOnePassGroup queries of an aligned group each walk the union of their
 /// ranges and skip the keys outside their own, so that neighbouring threads
 /// read the same rows. Sums are reassociated against the row form, so
 /// results agree with it to rounding. Channels that are not static, or
-/// more than kOnePassMaxChannels, leave the op to WindowAttentionToLoops.
+/// more than kOnePassMaxRegisters, leave the op to WindowAttentionToLoops.
 struct WindowAttentionOnePassToLoops : OpRewritePattern<WindowAttentionOp> {
   explicit WindowAttentionOnePassToLoops(MLIRContext *context)
       : OpRewritePattern(context, /*benefit=*/2) {}
 
   LogicalResult matchAndRewrite(WindowAttentionOp op,
                                 PatternRewriter &rewriter) const override {
-    auto channels = onePassChannels(op, 1, 1, kOnePassMaxChannels);
-    if (!channels)
-      return rewriter.notifyMatchFailure(
-          op, "channels not static, or too many to keep in registers");
+    auto channels = onePassChannels(rewriter, op, 1, kOnePassMaxRegisters);
+    if (failed(channels))
+      return failure();
     int64_t d = channels->first, dv = channels->second;
     Location loc = op.getLoc();
-    auto outType = cast<RankedTensorType>(op.getType());
     OnePassWindow w(rewriter, loc, op);
     Type elem = w.elem;
-    Value out = emptyLike(rewriter, loc, outType, w.vSizes);
+    Value out = emptyLike(rewriter, loc, cast<RankedTensorType>(op.getType()),
+                          w.vSizes);
 
     SmallVector<Value> results = buildNest(
         rewriter, loc, ArrayRef<Value>(w.qSizes).drop_back(), out,
         [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
           ValueRange lead = ivs.drop_back();
           Value p = ivs.back();
-          OnePassWindow::Walk keys = w.keysOf(b, l, p);
-          SmallVector<Value> qs =
-              OnePassWindow::rowOf(b, l, op.getQ(), lead, p, d);
+          OnePassWindow::Walk keyWalk = w.keysOf(b, l, p);
+          SmallVector<Value> qs = rowOf(b, l, op.getQ(), lead, p, d);
           Value zeroF = zeroOf(b, l, elem);
+          Value oneF = floatConst(b, l, elem, 1.0);
           SmallVector<Value> init = {
               floatConst(b, l, elem, -std::numeric_limits<double>::infinity()),
               zeroF};
           init.append(dv, zeroF);
           SmallVector<Value> sums = buildLoop(
-              b, l, keys.from, keys.to, init,
+              b, l, keyWalk.from, keyWalk.to, init,
               [&](OpBuilder &kb, Location kl, ValueRange r, ValueRange iter) {
-                Value s = arith::MulFOp::create(
-                    kb, kl, w.scale,
-                    OnePassWindow::dot(
-                        kb, kl, qs,
-                        OnePassWindow::rowOf(kb, kl, w.keys, lead, r[0], d)));
-                if (op.getBiasKind() != BiasKind::None) {
-                  // delta = p - (r - C); the heads are the dimension before T.
-                  Value delta = arith::SubIOp::create(
-                      kb, kl, arith::AddIOp::create(kb, kl, p, w.cacheLen),
-                      r[0]);
+                Value s =
+                    w.logit(kb, kl, qs, rowOf(kb, kl, w.keys, lead, r[0], d));
+                if (op.getBiasKind() != BiasKind::None)
                   s = arith::AddFOp::create(
-                      kb, kl, s, positionBias(kb, kl, op, lead.back(), delta));
-                }
+                      kb, kl, s,
+                      windowBias(kb, kl, op, lead, p, w.cacheLen, r[0]));
                 auto [rescale, weight, mNext] = w.onlineStep(
-                    kb, kl, s, iter[0], w.inOwnRange(kb, kl, keys, r[0]));
+                    kb, kl, s, iter[0], w.inOwnRange(kb, kl, keyWalk, r[0]));
                 SmallVector<Value> next = {
-                    mNext,
-                    arith::AddFOp::create(
-                        kb, kl, arith::MulFOp::create(kb, kl, iter[1], rescale),
-                        weight)};
-                SmallVector<Value> vs =
-                    OnePassWindow::rowOf(kb, kl, w.values, lead, r[0], dv);
+                    mNext, rescaled(kb, kl, iter[1], rescale, weight, oneF)};
+                SmallVector<Value> vs = rowOf(kb, kl, w.values, lead, r[0], dv);
                 for (int64_t j = 0; j < dv; ++j)
-                  next.push_back(OnePassWindow::rescaled(
-                      kb, kl, iter[2 + j], rescale, weight, vs[j]));
+                  next.push_back(
+                      rescaled(kb, kl, iter[2 + j], rescale, weight, vs[j]));
                 return next;
               });
           // The sum of the weights is at least 1 (the largest logit's) when
-          // any key was seen; the row stays zero when none was.
+          // any key counted; the row stays zero when none did.
           Value seen = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
                                              sums[1], zeroF);
+          Value invL = arith::SelectOp::create(
+              b, l, seen, arith::DivFOp::create(b, l, oneF, sums[1]), zeroF);
           SmallVector<Value> row;
           for (int64_t j = 0; j < dv; ++j)
-            row.push_back(arith::SelectOp::create(
-                b, l, seen, arith::DivFOp::create(b, l, sums[2 + j], sums[1]),
-                zeroF));
-          return SmallVector<Value>{
-              OnePassWindow::insertRow(b, l, row, args[0], lead, p)};
+            row.push_back(arith::MulFOp::create(b, l, sums[2 + j], invL));
+          return SmallVector<Value>{insertRow(b, l, row, args[0], lead, p)};
         });
     rewriter.replaceOp(op, results);
     return success();
@@ -814,16 +839,16 @@ struct WindowAttentionOnePassToLoops : OpRewritePattern<WindowAttentionOp> {
 ///      dy_p . v_r) rescaled along with l_p; then over its keys again, with
 ///      P_r = exp(s_r - m_p) / l_p and dS_r = P_r (dP_r - D_p),
 ///      dq_p = scale sum_r dS_r k_r; m_p, 1 / l_p and D_p are kept for 2
-///      and 3 (1 / l_p = 0 where no key was seen);
+///      and 3 (1 / l_p = 0 where no key counted);
 ///   2. a thread a key row r (cache rows first): over the queries that see
 ///      it (OnePassWindow::queryRange), dv_r = sum_p P_pr dy_p;
 ///   3. a thread a key row r: dk_r = scale sum_p dS_pr q_p.
-/// Each keeps at most 2 d + dv values in registers (3's key and value
-/// rows and its dk_r). With kOnePassGroupMinKeys keys or more a query, the
+/// The loops carry at most 2 d + dv values (3's key and value rows and its
+/// dk_r). Where a query may see kOnePassGroupMinKeys keys or more, the
 /// threads of an aligned group of kOnePassGroup walk the union of their
-/// ranges together, each skipping the positions outside its own, as in
-/// the forward. A bias (whose cotangent sums over every pair of a head),
-/// channels that are not static, or more than kOnePassMaxGradChannels,
+/// ranges together, each skipping the positions outside its own, as in the
+/// forward. A bias (whose cotangent sums over every pair of a head),
+/// channels that are not static, or more than kOnePassGradMaxRegisters,
 /// leave the op to WindowAttentionGradToLoops.
 struct WindowAttentionGradOnePassToLoops
     : OpRewritePattern<WindowAttentionGradOp> {
@@ -834,10 +859,9 @@ struct WindowAttentionGradOnePassToLoops
                                 PatternRewriter &rewriter) const override {
     if (op.getBias())
       return rewriter.notifyMatchFailure(op, "has a bias");
-    auto channels = onePassChannels(op, 2, 1, kOnePassMaxGradChannels);
-    if (!channels)
-      return rewriter.notifyMatchFailure(
-          op, "channels not static, or too many to keep in registers");
+    auto channels = onePassChannels(rewriter, op, 2, kOnePassGradMaxRegisters);
+    if (failed(channels))
+      return failure();
     int64_t d = channels->first, dv = channels->second;
     Location loc = op.getLoc();
     OnePassWindow w(rewriter, loc, op);
@@ -859,47 +883,37 @@ struct WindowAttentionGradOnePassToLoops
         [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
           ValueRange lead = ivs.drop_back();
           Value p = ivs.back();
-          OnePassWindow::Walk keys = w.keysOf(b, l, p);
-          SmallVector<Value> qs =
-              OnePassWindow::rowOf(b, l, op.getQ(), lead, p, d);
-          SmallVector<Value> dys =
-              OnePassWindow::rowOf(b, l, op.getDy(), lead, p, dv);
+          OnePassWindow::Walk keyWalk = w.keysOf(b, l, p);
+          SmallVector<Value> qs = rowOf(b, l, op.getQ(), lead, p, d);
+          SmallVector<Value> dys = rowOf(b, l, op.getDy(), lead, p, dv);
           Value zeroF = zeroOf(b, l, elem);
           Value oneF = floatConst(b, l, elem, 1.0);
-          // The logit and dP of key r.
+          // The logit and dP of key row r.
           auto logitAndDp = [&](OpBuilder &kb, Location kl, Value r) {
-            Value s = arith::MulFOp::create(
-                kb, kl, w.scale,
-                OnePassWindow::dot(
-                    kb, kl, qs,
-                    OnePassWindow::rowOf(kb, kl, w.keys, lead, r, d)));
-            Value dp = OnePassWindow::dot(
-                kb, kl, dys,
-                OnePassWindow::rowOf(kb, kl, w.values, lead, r, dv));
-            return std::make_pair(s, dp);
+            return std::make_pair(
+                w.logit(kb, kl, qs, rowOf(kb, kl, w.keys, lead, r, d)),
+                dotOf(kb, kl, dys, rowOf(kb, kl, w.values, lead, r, dv)));
           };
           SmallVector<Value> stats = buildLoop(
-              b, l, keys.from, keys.to, ValueRange{negInf, zeroF, zeroF},
+              b, l, keyWalk.from, keyWalk.to, ValueRange{negInf, zeroF, zeroF},
               [&](OpBuilder &kb, Location kl, ValueRange r, ValueRange iter) {
                 auto [s, dp] = logitAndDp(kb, kl, r[0]);
                 auto [rescale, weight, mNext] = w.onlineStep(
-                    kb, kl, s, iter[0], w.inOwnRange(kb, kl, keys, r[0]));
+                    kb, kl, s, iter[0], w.inOwnRange(kb, kl, keyWalk, r[0]));
                 return SmallVector<Value>{
-                    mNext,
-                    OnePassWindow::rescaled(kb, kl, iter[1], rescale, weight,
-                                            oneF),
-                    OnePassWindow::rescaled(kb, kl, iter[2], rescale, weight,
-                                            dp)};
+                    mNext, rescaled(kb, kl, iter[1], rescale, weight, oneF),
+                    rescaled(kb, kl, iter[2], rescale, weight, dp)};
               });
-          Value m = stats[0];
           Value seen = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
                                              stats[1], zeroF);
+          // m stays -inf where no key counted (their logits all -inf, or no
+          // key): 0 then, so that exp(s - m) times 1 / l = 0 is 0, not NaN.
+          Value m = arith::SelectOp::create(b, l, seen, stats[0], zeroF);
           Value invL = arith::SelectOp::create(
               b, l, seen, arith::DivFOp::create(b, l, oneF, stats[1]), zeroF);
           Value dSum = arith::MulFOp::create(b, l, stats[2], invL);
-          SmallVector<Value> dqInit(d, zeroF);
           SmallVector<Value> dq = buildLoop(
-              b, l, keys.from, keys.to, dqInit,
+              b, l, keyWalk.from, keyWalk.to, SmallVector<Value>(d, zeroF),
               [&](OpBuilder &kb, Location kl, ValueRange r, ValueRange iter) {
                 auto [s, dp] = logitAndDp(kb, kl, r[0]);
                 Value prob = arith::MulFOp::create(
@@ -907,14 +921,13 @@ struct WindowAttentionGradOnePassToLoops
                     math::ExpOp::create(kb, kl,
                                         arith::SubFOp::create(kb, kl, s, m)),
                     invL);
-                if (Value visible = w.inOwnRange(kb, kl, keys, r[0]))
+                if (Value visible = w.inOwnRange(kb, kl, keyWalk, r[0]))
                   prob = arith::SelectOp::create(kb, kl, visible, prob, zeroF);
                 Value ds = arith::MulFOp::create(
                     kb, kl, w.scale,
                     arith::MulFOp::create(
                         kb, kl, prob, arith::SubFOp::create(kb, kl, dp, dSum)));
-                SmallVector<Value> ks =
-                    OnePassWindow::rowOf(kb, kl, w.keys, lead, r[0], d);
+                SmallVector<Value> ks = rowOf(kb, kl, w.keys, lead, r[0], d);
                 SmallVector<Value> next;
                 for (int64_t e = 0; e < d; ++e)
                   next.push_back(arith::AddFOp::create(
@@ -923,10 +936,10 @@ struct WindowAttentionGradOnePassToLoops
                 return next;
               });
           SmallVector<Value> at = concatIndices(lead, ValueRange{p});
-          return SmallVector<Value>{
-              OnePassWindow::insertRow(b, l, dq, args[0], lead, p),
-              insertAt(b, l, m, args[1], at), insertAt(b, l, invL, args[2], at),
-              insertAt(b, l, dSum, args[3], at)};
+          return SmallVector<Value>{insertRow(b, l, dq, args[0], lead, p),
+                                    insertAt(b, l, m, args[1], at),
+                                    insertAt(b, l, invL, args[2], at),
+                                    insertAt(b, l, dSum, args[3], at)};
         });
     Value mOf = perQuery[1], invLOf = perQuery[2], dSumOf = perQuery[3];
 
@@ -944,39 +957,35 @@ struct WindowAttentionGradOnePassToLoops
           [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
             ValueRange lead = ivs.drop_back();
             Value r = ivs.back();
-            OnePassWindow::Walk queries = w.queriesOf(b, l, r);
-            SmallVector<Value> ks =
-                OnePassWindow::rowOf(b, l, w.keys, lead, r, d);
+            OnePassWindow::Walk queryWalk = w.queriesOf(b, l, r);
+            SmallVector<Value> ks = rowOf(b, l, w.keys, lead, r, d);
             SmallVector<Value> vs;
             if (forKeys)
-              vs = OnePassWindow::rowOf(b, l, w.values, lead, r, dv);
+              vs = rowOf(b, l, w.values, lead, r, dv);
             Value zeroF = zeroOf(b, l, elem);
-            SmallVector<Value> init(width, zeroF);
             SmallVector<Value> sums = buildLoop(
-                b, l, queries.from, queries.to, init,
+                b, l, queryWalk.from, queryWalk.to,
+                SmallVector<Value>(width, zeroF),
                 [&](OpBuilder &pb, Location pl, ValueRange p, ValueRange iter) {
                   SmallVector<Value> at = concatIndices(lead, ValueRange{p[0]});
                   SmallVector<Value> qs =
-                      OnePassWindow::rowOf(pb, pl, op.getQ(), lead, p[0], d);
-                  Value s = arith::MulFOp::create(
-                      pb, pl, w.scale, OnePassWindow::dot(pb, pl, qs, ks));
+                      rowOf(pb, pl, op.getQ(), lead, p[0], d);
+                  Value shifted =
+                      arith::SubFOp::create(pb, pl, w.logit(pb, pl, qs, ks),
+                                            extractAt(pb, pl, mOf, at));
                   Value prob = arith::MulFOp::create(
-                      pb, pl,
-                      math::ExpOp::create(
-                          pb, pl,
-                          arith::SubFOp::create(pb, pl, s,
-                                                extractAt(pb, pl, mOf, at))),
+                      pb, pl, math::ExpOp::create(pb, pl, shifted),
                       extractAt(pb, pl, invLOf, at));
-                  if (Value visible = w.inOwnRange(pb, pl, queries, p[0]))
+                  if (Value visible = w.inOwnRange(pb, pl, queryWalk, p[0]))
                     prob =
                         arith::SelectOp::create(pb, pl, visible, prob, zeroF);
                   SmallVector<Value> dys =
-                      OnePassWindow::rowOf(pb, pl, op.getDy(), lead, p[0], dv);
+                      rowOf(pb, pl, op.getDy(), lead, p[0], dv);
                   // dv_r += P dy_p, or dk_r += scale P (dP - D_p) q_p.
                   Value coeff = prob;
                   ArrayRef<Value> terms = dys;
                   if (forKeys) {
-                    Value dp = OnePassWindow::dot(pb, pl, dys, vs);
+                    Value dp = dotOf(pb, pl, dys, vs);
                     coeff = arith::MulFOp::create(
                         pb, pl, w.scale,
                         arith::MulFOp::create(
@@ -994,7 +1003,7 @@ struct WindowAttentionGradOnePassToLoops
                 });
             if (!cacheGrad)
               return SmallVector<Value>{
-                  OnePassWindow::insertRow(b, l, sums, args[0], lead, r)};
+                  insertRow(b, l, sums, args[0], lead, r)};
             Value inCache = arith::CmpIOp::create(
                 b, l, arith::CmpIPredicate::slt, r, w.cacheLen);
             auto branch = scf::IfOp::create(b, l, args.getTypes(), inCache,
@@ -1002,15 +1011,13 @@ struct WindowAttentionGradOnePassToLoops
             OpBuilder tb = OpBuilder::atBlockEnd(branch.thenBlock());
             scf::YieldOp::create(
                 tb, l,
-                ValueRange{args[0], OnePassWindow::insertRow(
-                                        tb, l, sums, args[1], lead, r)});
+                ValueRange{args[0], insertRow(tb, l, sums, args[1], lead, r)});
             OpBuilder eb = OpBuilder::atBlockEnd(branch.elseBlock());
             Value pos = arith::SubIOp::create(eb, l, r, w.cacheLen);
             scf::YieldOp::create(
                 eb, l,
-                ValueRange{
-                    OnePassWindow::insertRow(eb, l, sums, args[0], lead, pos),
-                    args[1]});
+                ValueRange{insertRow(eb, l, sums, args[0], lead, pos),
+                           args[1]});
             return SmallVector<Value>(branch.getResults());
           });
       return {results[0], cacheGrad ? results[1] : Value()};

@@ -38,7 +38,8 @@ void populateScanPatterns(RewritePatternSet &patterns, int64_t scanGroup,
                           int64_t scanChunk, int64_t streamStoreBytes,
                           int64_t scanUnrollBytes, bool glaColumnThreads,
                           int64_t scanSpread, int64_t scanSpreadChunk,
-                          bool scanWarps, bool emulateWarps, bool glaProducts);
+                          bool scanWarps, bool emulateWarps, bool glaProducts,
+                          int64_t glaColumnChunk);
 
 /// The longest chunk the product forms of gated_linear_attention and its
 /// grad take (GlaProducts.cpp): their decays must then be at least
@@ -73,14 +74,13 @@ SmallVector<Value> buildGlaGradProducts(OpBuilder &b, Location loc,
 void populateGatePatterns(RewritePatternSet &patterns);
 
 /// window_attention, window_attention_grad, attention and rel_attention
-/// (Attention.cpp); window_attention by tiles of queries in register blocks
-/// when `windowTiles` is set (the CPU's form), otherwise a query row at a
-/// time, in one pass over its keys with its sums in registers when
+/// (Attention.cpp). window_attention goes by tiles of queries in register
+/// blocks when `windowTiles` is set (the CPU's form), otherwise a query row
+/// at a time: in one pass over its keys with its sums in registers when
 /// `windowOnePass` is set and its channels allow (the GPU's form, with
-/// window_attention_grad in passes a thread a query or key row where it has
-/// no bias); attention
-/// of static sizes as linalg products when `attentionProducts` is set (the
-/// CPU's form).
+/// window_attention_grad without a bias a thread a query or key row).
+/// attention of static sizes goes as linalg products when
+/// `attentionProducts` is set (the CPU's form).
 void populateAttentionPatterns(RewritePatternSet &patterns, bool windowTiles,
                                bool windowOnePass, bool attentionProducts);
 

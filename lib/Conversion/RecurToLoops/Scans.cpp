@@ -2198,14 +2198,28 @@ private:
 /// GatedLinearAttentionToLoops).
 constexpr int64_t kGlaRowBlock = 4;
 
+/// The most 32-bit registers the state column of buildRegisterColumns
+/// takes (dk values, a complex one or an f64 two; a complex<f64> four).
+constexpr int64_t kGlaColumnMaxRegisters = 128;
+/// The most output columns (leading indices times dv) for which the
+/// chunked column form is taken: with more, a thread a column gives the
+/// GPU tens of thousands of threads, and chunks would double the work.
+constexpr int64_t kGlaColumnChunkMaxColumns = 16384;
+
 struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
   GatedLinearAttentionToLoops(MLIRContext *context, bool columnThreads,
-                              bool products)
+                              int64_t columnChunk, bool products)
       : OpRewritePattern(context), columnThreads(columnThreads),
-        products(products) {}
+        columnChunk(columnChunk), products(products) {}
   /// The recurrent form one output column a thread (the GPU's), rather
   /// than one leading index a thread sweeping the state row by row.
   bool columnThreads;
+  /// With columnThreads, where the state column fits in registers: chunks
+  /// of this many steps a thread per (chunk, column) where the sequence is
+  /// longer than two chunks and the columns are few, otherwise a thread a
+  /// column, the state in registers (buildRegisterColumns; 0: neither, the
+  /// state in memory, buildColumns).
+  int64_t columnChunk;
   /// The chunked algorithm of real decays (and `auto` where
   /// prefersGlaProducts) in its product form where a leading index's decays
   /// allow it (the CPU's; GlaProducts.cpp).
@@ -2323,8 +2337,42 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
     };
 
     if (!chunked && columnThreads) {
-      rewriter.replaceOp(op, buildColumns(rewriter, loc, op, sizes, yInit,
-                                          stateInit, complexState));
+      int64_t dk =
+          cast<RankedTensorType>(op.getQ().getType()).getShape().back();
+      int64_t registers =
+          (complexState ? 2 : 1) * (elem.getIntOrFloatBitWidth() <= 32 ? 1 : 2);
+      if (columnChunk <= 0 || ShapedType::isDynamic(dk) ||
+          dk * registers > kGlaColumnMaxRegisters) {
+        rewriter.replaceOp(op, buildColumns(rewriter, loc, op, sizes, yInit,
+                                            stateInit, complexState));
+        return success();
+      }
+      // In chunks where the sequence is longer than two and the columns are
+      // few, when it runs; otherwise a thread a column.
+      Value columns = sizes.dv;
+      for (Value size : sizes.lead)
+        columns = arith::MulIOp::create(rewriter, loc, columns, size);
+      Value inChunks = arith::AndIOp::create(
+          rewriter, loc,
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ugt,
+                                sizes.steps,
+                                indexConst(rewriter, loc, 2 * columnChunk)),
+          arith::CmpIOp::create(
+              rewriter, loc, arith::CmpIPredicate::ult, columns,
+              indexConst(rewriter, loc, kGlaColumnChunkMaxColumns)));
+      auto branch = scf::IfOp::create(
+          rewriter, loc, TypeRange{yInit.getType(), stateInit.getType()},
+          inChunks, /*withElseRegion=*/true);
+      for (auto [block, chunk] :
+           {std::make_pair(branch.thenBlock(), columnChunk),
+            std::make_pair(branch.elseBlock(), int64_t(0))}) {
+        OpBuilder bb = OpBuilder::atBlockEnd(block);
+        scf::YieldOp::create(bb, loc,
+                             buildRegisterColumns(bb, loc, op, sizes, dk, chunk,
+                                                  yInit, stateInit,
+                                                  complexState));
+      }
+      rewriter.replaceOp(op, branch.getResults());
       return success();
     }
 
@@ -2432,6 +2480,239 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
                     insertAt(tb, tl, swept[1], stepIter[0], vIdx), swept[0]};
               });
         });
+  }
+
+  /// The recurrent form with its output columns independent and the state
+  /// column in registers (the GPU's, `gla-column-chunk`; `dk` static). With
+  /// `chunk` > 0, in c = ceil(T / chunk) chunks of `chunk` steps:
+  ///   1. a thread per (leading index, chunk, key row i): the chunk's decay
+  ///      product A_c[i] = prod_t a_t[i];
+  ///   2. a thread per (leading index, chunk, column j): the chunk's state
+  ///      from zero, L_c[:, j] (the recurrence over the chunk's steps);
+  ///   3. a thread per (leading index, column j): the state entering each
+  ///      chunk, E_0 = init (or 0), E_{c+1} = A_c E_c + L_c, and the final
+  ///      state E_c after the last;
+  ///   4. a thread per (leading index, chunk, column j): the recurrence over
+  ///      the chunk's steps from E_c, writing y_t[j] = sum_i q_t[i]
+  ///      Re(S_t[i, j]).
+  /// Twice the recurrence's work, over (T / chunk) times as many threads;
+  /// the states entering the chunks are reassociated, so results agree
+  /// with buildColumns to rounding. With `chunk` = 0, 4 alone over the
+  /// whole sequence from the init (the same arithmetic as buildColumns in
+  /// the same order, the state in registers instead of in memory), writing
+  /// the final state.
+  static SmallVector<Value>
+  buildRegisterColumns(OpBuilder &rewriter, Location loc,
+                       GatedLinearAttentionOp op, const GlaSizes &sizes,
+                       int64_t dk, int64_t chunk, Value yInit, Value stateInit,
+                       bool complexState) {
+    Type elem = cast<RankedTensorType>(op.getY().getType()).getElementType();
+    auto stateType = cast<RankedTensorType>(op.getState().getType());
+    Type stateElem = stateType.getElementType();
+    ArrayRef<int64_t> leadShape = stateType.getShape().drop_back(2);
+    int64_t dvStatic = stateType.getShape().back();
+    Value chunkLen = indexConst(rewriter, loc, chunk > 0 ? chunk : 1);
+    Value chunks = chunk > 0 ? arith::CeilDivUIOp::create(rewriter, loc,
+                                                          sizes.steps, chunkLen)
+                                   .getResult()
+                             : indexConst(rewriter, loc, 1);
+    auto typeOf = [&](ArrayRef<int64_t> tail) {
+      SmallVector<int64_t> shape(leadShape);
+      llvm::append_range(shape, tail);
+      return RankedTensorType::get(shape, stateElem);
+    };
+    auto nestSizes = [&](ValueRange tail) {
+      SmallVector<Value> ubs(sizes.lead);
+      llvm::append_range(ubs, tail);
+      return ubs;
+    };
+    // The steps [begin, end) of chunk `c`.
+    auto chunkSteps = [&](OpBuilder &b, Location l, Value c) {
+      if (chunk == 0)
+        return std::make_pair(indexConst(b, l, 0), sizes.steps);
+      Value begin = arith::MulIOp::create(b, l, c, chunkLen);
+      Value end = arith::MinUIOp::create(
+          b, l, arith::AddIOp::create(b, l, begin, chunkLen), sizes.steps);
+      return std::make_pair(begin, end);
+    };
+    // The state column `state` (dk values) of column j through the steps
+    // [begin, end), S_t[i] = a_t[i] S_{t-1}[i] + k_t[i] v_t[j], in the
+    // order of buildColumns; with `y`, y_t[j] written at each step. The
+    // loop runs over the offsets in the chunk, t = begin + offset, so that
+    // what a step writes is seen to depend on the chunk
+    // (recur-parallelize-loops then runs the chunks side by side). Returns
+    // the state, then y when given.
+    auto sweep = [&](OpBuilder &b, Location l, ValueRange lead, Value j,
+                     Value begin, Value end, ValueRange state,
+                     Value y) -> SmallVector<Value> {
+      SmallVector<Value> init(state);
+      if (y)
+        init.push_back(y);
+      Value zero = indexConst(b, l, 0);
+      return buildLoop(
+          b, l, zero, arith::SubIOp::create(b, l, end, begin), init,
+          [&](OpBuilder &tb, Location tl, ValueRange offset, ValueRange iter) {
+            Value t = arith::AddIOp::create(tb, tl, begin, offset[0]);
+            Value vt = extractAt(tb, tl, op.getV(), concatIndices(lead, {t, j}));
+            SmallVector<Value> next;
+            Value acc = zeroOf(tb, tl, elem);
+            for (int64_t i = 0; i < dk; ++i) {
+              SmallVector<Value> kIdx = concatIndices(lead, {t, indexConst(tb, tl, i)});
+              Value kv = arith::MulFOp::create(
+                  tb, tl, extractAt(tb, tl, op.getK(), kIdx), vt);
+              if (complexState)
+                kv = complex::CreateOp::create(tb, tl, stateElem, kv,
+                                               zeroOf(tb, tl, elem));
+              Value s = add(
+                  tb, tl,
+                  mul(tb, tl, extractAt(tb, tl, op.getA(), kIdx), iter[i]), kv);
+              next.push_back(s);
+              if (!y)
+                continue;
+              Value sRe = complexState ? complex::ReOp::create(tb, tl, s) : s;
+              acc = arith::AddFOp::create(
+                  tb, tl, acc,
+                  arith::MulFOp::create(
+                      tb, tl, extractAt(tb, tl, op.getQ(), kIdx), sRe));
+            }
+            if (y)
+              next.push_back(insertAt(tb, tl, acc, iter[dk], concatIndices(lead, {t, j})));
+            return next;
+          });
+    };
+    // The state column j of `tensor` (`[lead..., (chunk,) dk, dv]`).
+    auto stateColumn = [&](OpBuilder &b, Location l, Value tensor,
+                           ValueRange prefix, Value j) {
+      SmallVector<Value> column;
+      for (int64_t i = 0; i < dk; ++i)
+        column.push_back(
+            extractAt(b, l, tensor, concatIndices(prefix, {indexConst(b, l, i), j})));
+      return column;
+    };
+    auto writeColumn = [&](OpBuilder &b, Location l, ValueRange column,
+                           Value tensor, ValueRange prefix, Value j) {
+      for (auto [i, x] : llvm::enumerate(column))
+        tensor =
+            insertAt(b, l, x, tensor, concatIndices(prefix, {indexConst(b, l, i), j}));
+      return tensor;
+    };
+    auto initColumn = [&](OpBuilder &b, Location l, ValueRange lead,
+                          Value j) -> SmallVector<Value> {
+      if (op.getInit())
+        return stateColumn(b, l, op.getInit(), lead, j);
+      return SmallVector<Value>(dk, zeroOf(b, l, stateElem));
+    };
+
+    if (chunk == 0) {
+      // A thread a column, from the init over the whole sequence.
+      SmallVector<Value> results = buildNest(
+          rewriter, loc, nestSizes({sizes.dv}), {yInit, stateInit},
+          [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+            ValueRange lead = ivs.drop_back();
+            Value j = ivs.back();
+            auto [begin, end] = chunkSteps(b, l, Value());
+            SmallVector<Value> swept = sweep(
+                b, l, lead, j, begin, end, initColumn(b, l, lead, j), args[0]);
+            return SmallVector<Value>{
+                swept[dk],
+                writeColumn(b, l, ArrayRef<Value>(swept).take_front(dk),
+                            args[1], lead, j)};
+          });
+      return results;
+    }
+
+    // 1. The chunks' decay products.
+    Value decays = buildNest(
+        rewriter, loc, nestSizes({chunks, sizes.dk}),
+        emptyLike(rewriter, loc, typeOf({ShapedType::kDynamic, dk}),
+                  nestSizes({chunks, sizes.dk})),
+        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+          ValueRange lead = ivs.drop_back(2);
+          Value c = ivs[ivs.size() - 2], i = ivs.back();
+          auto [begin, end] = chunkSteps(b, l, c);
+          Value one = floatConst(b, l, elem, 1.0);
+          if (complexState)
+            one = complex::CreateOp::create(b, l, stateElem, one,
+                                            zeroOf(b, l, elem));
+          Value prod = buildLoop(
+              b, l, begin, end, one,
+              [&](OpBuilder &tb, Location tl, ValueRange t, ValueRange iter) {
+                return SmallVector<Value>{
+                    mul(tb, tl, iter[0],
+                        extractAt(tb, tl, op.getA(), concatIndices(lead, {t[0], i})))};
+              })[0];
+          return SmallVector<Value>{insertAt(b, l, prod, args[0], ivs)};
+        })[0];
+
+    // A nest over (leading index, chunk, column).
+    SmallVector<Value> chunkStateSizes =
+        nestSizes({chunks, sizes.dk, sizes.dv});
+    auto chunkStateType = typeOf({ShapedType::kDynamic, dk, dvStatic});
+    auto perChunkColumn =
+        [&](Value init,
+            function_ref<Value(OpBuilder &, Location, ValueRange lead, Value c,
+                               Value j, Value arg)>
+                body) {
+          return buildNest(
+              rewriter, loc, nestSizes({chunks, sizes.dv}), init,
+              [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+                return SmallVector<Value>{body(b, l, ivs.drop_back(2),
+                                               ivs[ivs.size() - 2], ivs.back(),
+                                               args[0])};
+              })[0];
+        };
+
+    // 2. Each chunk's state from zero.
+    Value local = perChunkColumn(
+        emptyLike(rewriter, loc, chunkStateType, chunkStateSizes),
+        [&](OpBuilder &b, Location l, ValueRange lead, Value c, Value j,
+            Value out) {
+          auto [begin, end] = chunkSteps(b, l, c);
+          SmallVector<Value> state =
+              sweep(b, l, lead, j, begin, end,
+                    SmallVector<Value>(dk, zeroOf(b, l, stateElem)), Value());
+          return writeColumn(b, l, state, out, concatIndices(lead, {c}), j);
+        });
+
+    // 3. The states entering the chunks, and the final state.
+    SmallVector<Value> carried = buildNest(
+        rewriter, loc, nestSizes({sizes.dv}),
+        {emptyLike(rewriter, loc, chunkStateType, chunkStateSizes), stateInit},
+        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+          ValueRange lead = ivs.drop_back();
+          Value j = ivs.back();
+          SmallVector<Value> init{args[0]};
+          llvm::append_range(init, initColumn(b, l, lead, j));
+          SmallVector<Value> swept = buildLoop(
+              b, l, indexConst(b, l, 0), chunks, init,
+              [&](OpBuilder &cb, Location cl, ValueRange c, ValueRange iter) {
+                ValueRange entering = iter.drop_front();
+                SmallVector<Value> next{writeColumn(cb, cl, entering, iter[0],
+                                                    concatIndices(lead, {c[0]}), j)};
+                SmallVector<Value> chunkState =
+                    stateColumn(cb, cl, local, concatIndices(lead, {c[0]}), j);
+                for (int64_t i = 0; i < dk; ++i) {
+                  Value decay = extractAt(
+                      cb, cl, decays, concatIndices(lead, {c[0], indexConst(cb, cl, i)}));
+                  next.push_back(add(cb, cl, mul(cb, cl, decay, entering[i]),
+                                     chunkState[i]));
+                }
+                return next;
+              });
+          return SmallVector<Value>{
+              swept[0], writeColumn(b, l, ArrayRef<Value>(swept).drop_front(),
+                                    args[1], lead, j)};
+        });
+
+    // 4. Each chunk from the state entering it, writing y.
+    Value y = perChunkColumn(yInit, [&](OpBuilder &b, Location l,
+                                        ValueRange lead, Value c, Value j,
+                                        Value out) {
+      auto [begin, end] = chunkSteps(b, l, c);
+      return sweep(b, l, lead, j, begin, end,
+                   stateColumn(b, l, carried[0], concatIndices(lead, {c}), j), out)[dk];
+    });
+    return {y, carried[1]};
   }
 };
 
@@ -2776,12 +3057,12 @@ void mlir::recur::loops::populateScanPatterns(
     RewritePatternSet &patterns, int64_t scanGroup, int64_t scanChunk,
     int64_t streamStoreBytes, int64_t scanUnrollBytes, bool glaColumnThreads,
     int64_t scanSpread, int64_t scanSpreadChunk, bool scanWarps,
-    bool emulateWarps, bool glaProducts) {
+    bool emulateWarps, bool glaProducts, int64_t glaColumnChunk) {
   patterns.add<LinearScanToLoops>(patterns.getContext(), scanGroup, scanChunk,
                                   streamStoreBytes, scanUnrollBytes, scanSpread,
                                   scanSpreadChunk, scanWarps, emulateWarps);
-  patterns.add<GatedLinearAttentionToLoops>(patterns.getContext(),
-                                            glaColumnThreads, glaProducts);
+  patterns.add<GatedLinearAttentionToLoops>(
+      patterns.getContext(), glaColumnThreads, glaColumnChunk, glaProducts);
   patterns.add<GatedLinearAttentionGradToLoops>(patterns.getContext(),
                                                 glaProducts);
   patterns.add<ScanToLoops>(patterns.getContext());

@@ -4,7 +4,7 @@
 // The GPU's form (window-one-pass): per query, its channels q[p, :] read
 // once, then one loop over its keys carrying the running largest logit
 // (from -inf), the running sum of weights and the output row (from 0), and
-// the row written once, divided by the sum when some key was seen. A key of
+// the row written once, times 1 / the sum (0 when no key counted). A key of
 // logit s: delta = s - m; exp(-|delta|) rescales the sums when delta > 0
 // (the key's weight then 1) and is the key's weight otherwise. A query sees
 // at most 2 keys here (fewer than 128): it walks its own range, every key
@@ -43,9 +43,14 @@
 // CHECK:     %[[ABS:[^ ]+]] = math.absf %[[DELTA]] : f32
 // CHECK:     %[[NEG:[^ ]+]] = arith.negf %[[ABS]] : f32
 // CHECK:     %[[DECAY:[^ ]+]] = math.exp %[[NEG]] : f32
-// CHECK:     %[[RESCALE:[^ ]+]] = arith.select %[[RISING]], %[[DECAY]], %[[ONE]] : f32
-// CHECK:     %[[WEIGHT:[^ ]+]] = arith.select %[[RISING]], %[[ONE]], %[[DECAY]] : f32
-// CHECK:     %[[MNEXT:[^ ]+]] = arith.maximumf %[[M]], %[[S]] : f32
+// CHECK:     %[[RESCALE0:[^ ]+]] = arith.select %[[RISING]], %[[DECAY]], %[[ONE]] : f32
+// CHECK:     %[[WEIGHT0:[^ ]+]] = arith.select %[[RISING]], %[[ONE]], %[[DECAY]] : f32
+// CHECK:     %[[MAX:[^ ]+]] = arith.maximumf %[[M]], %[[S]] : f32
+// A key of logit -inf does not count (a NaN one does).
+// CHECK:     %[[COUNTS:[^ ]+]] = arith.cmpf une, %[[S]], %[[NEGINF]] : f32
+// CHECK:     %[[RESCALE:[^ ]+]] = arith.select %[[COUNTS]], %[[RESCALE0]], %[[ONE]] : f32
+// CHECK:     %[[WEIGHT:[^ ]+]] = arith.select %[[COUNTS]], %[[WEIGHT0]], %[[ZERO]] : f32
+// CHECK:     %[[MNEXT:[^ ]+]] = arith.select %[[COUNTS]], %[[MAX]], %[[M]] : f32
 // CHECK:     %[[LR:[^ ]+]] = arith.mulf %[[L]], %[[RESCALE]] : f32
 // CHECK:     %[[LNEXT:[^ ]+]] = arith.addf %[[LR]], %[[WEIGHT]] : f32
 // CHECK:     %[[V0:[^ ]+]] = tensor.extract %[[VALUES]][%[[R]], %{{.+}}]
@@ -54,10 +59,12 @@
 // CHECK:     %[[ANEXT:[^ ]+]] = arith.addf %[[AR]], %[[WV]] : f32
 // CHECK:     scf.yield %[[MNEXT]], %[[LNEXT]], %[[ANEXT]] : f32, f32, f32
 // CHECK:   }
+// The row times 1 / l (0 where no key counted).
 // CHECK:   %[[SEEN:[^ ]+]] = arith.cmpf ogt, %[[SUMS]]#1, %[[ZERO]] : f32
-// CHECK:   %[[O:[^ ]+]] = arith.divf %[[SUMS]]#2, %[[SUMS]]#1 : f32
-// CHECK:   %[[OR0:[^ ]+]] = arith.select %[[SEEN]], %[[O]], %[[ZERO]] : f32
-// CHECK:   tensor.insert %[[OR0]] into %{{.+}}[%[[P]], %{{.+}}] : tensor<3x1xf32>
+// CHECK:   %[[RECIP:[^ ]+]] = arith.divf %[[ONE]], %[[SUMS]]#1 : f32
+// CHECK:   %[[INVL:[^ ]+]] = arith.select %[[SEEN]], %[[RECIP]], %[[ZERO]] : f32
+// CHECK:   %[[O:[^ ]+]] = arith.mulf %[[SUMS]]#2, %[[INVL]] : f32
+// CHECK:   tensor.insert %[[O]] into %{{.+}}[%[[P]], %{{.+}}] : tensor<3x1xf32>
 // CHECK-NOT: bufferization.alloc_tensor
 // TILES-LABEL: func.func @window_cache
 // TILES: vector.fma
@@ -68,27 +75,29 @@ func.func @window_cache(%q: tensor<3x2xf32>, %k: tensor<3x2xf32>, %v: tensor<3x1
 
 // -----
 
-// 127 keys with include_self (a window of 127 plus the query): the 32
-// queries of an aligned group walk the union of their ranges, from the
-// first query's begin to the last one's end (at most the keys there are),
-// each skipping the keys outside its own range: such a key rescales
-// nothing, weighs nothing and leaves the largest logit as it was.
+// A window of 128 with include_self (the query and the 127 before it):
+// the 32 queries of an aligned group walk the union of their ranges, from
+// the first query's begin to the last one's end (at most the keys there
+// are), each skipping the keys outside its own range: such a key (or one
+// of logit -inf) rescales nothing, weighs nothing and leaves the largest
+// logit as it was.
 
 // CHECK-LABEL: func.func @window_grouped
 // CHECK-SAME: (%[[Q:[^ ]+]]: tensor<2x?x2xf32>, %[[K:[^ ]+]]: tensor<2x?x2xf32>, %[[V:[^ ]+]]: tensor<2x?x2xf32>, %[[SL:[^ ]+]]: tensor<2xf32>)
+// CHECK-DAG: %[[NEGINF:[^ ]+]] = arith.constant 0xFF800000 : f32
 // CHECK-DAG: %[[ONE:[^ ]+]] = arith.constant 1.000000e+00 : f32
 // CHECK-DAG: %[[ZERO:[^ ]+]] = arith.constant 0.000000e+00 : f32
 // CHECK-DAG: %[[C32:[^ ]+]] = arith.constant 32 : index
-// CHECK-DAG: %[[C126:[^ ]+]] = arith.constant 126 : index
+// CHECK-DAG: %[[C127:[^ ]+]] = arith.constant 127 : index
 // CHECK-DAG: %[[T:[^ ]+]] = tensor.dim %[[Q]], %{{.+}} : tensor<2x?x2xf32>
 // CHECK: scf.for %[[H:[^ ]+]] =
 // CHECK:   scf.for %[[P:[^ ]+]] = %{{.+}} to %[[T]]
-// CHECK:     %[[FIRST:[^ ]+]] = arith.subi %[[P]], %[[C126]] : index
+// CHECK:     %[[FIRST:[^ ]+]] = arith.subi %[[P]], %[[C127]] : index
 // CHECK:     %[[BEGIN:[^ ]+]] = arith.maxsi %[[FIRST]], %{{.+}} : index
 // CHECK:     %[[END:[^ ]+]] = arith.addi %[[P]], %{{.+}} : index
 // CHECK:     %[[LANE:[^ ]+]] = arith.remui %[[P]], %[[C32]] : index
 // CHECK:     %[[G0:[^ ]+]] = arith.subi %[[P]], %[[LANE]] : index
-// CHECK:     %[[GFIRST:[^ ]+]] = arith.subi %[[G0]], %[[C126]] : index
+// CHECK:     %[[GFIRST:[^ ]+]] = arith.subi %[[G0]], %[[C127]] : index
 // CHECK:     %[[GBEGIN:[^ ]+]] = arith.maxsi %[[GFIRST]], %{{.+}} : index
 // CHECK:     %[[GLAST:[^ ]+]] = arith.addi %[[G0]], %[[C32]] : index
 // CHECK:     %[[GEND:[^ ]+]] = arith.minsi %[[GLAST]], %[[T]] : index
@@ -104,12 +113,14 @@ func.func @window_cache(%q: tensor<3x2xf32>, %k: tensor<3x2xf32>, %v: tensor<3x1
 // CHECK:       %[[RESCALE:[^ ]+]] = arith.select %{{.+}}, %[[DECAY]], %[[ONE]] : f32
 // CHECK:       %[[WEIGHT:[^ ]+]] = arith.select %{{.+}}, %[[ONE]], %[[DECAY]] : f32
 // CHECK:       %[[MAX:[^ ]+]] = arith.maximumf %[[M]], %[[S]] : f32
-// CHECK:       arith.select %[[VISIBLE]], %[[RESCALE]], %[[ONE]] : f32
-// CHECK:       arith.select %[[VISIBLE]], %[[WEIGHT]], %[[ZERO]] : f32
-// CHECK:       arith.select %[[VISIBLE]], %[[MAX]], %[[M]] : f32
+// CHECK:       %[[FINITE:[^ ]+]] = arith.cmpf une, %[[S]], %[[NEGINF]] : f32
+// CHECK:       %[[COUNTS:[^ ]+]] = arith.andi %[[FINITE]], %[[VISIBLE]] : i1
+// CHECK:       arith.select %[[COUNTS]], %[[RESCALE]], %[[ONE]] : f32
+// CHECK:       arith.select %[[COUNTS]], %[[WEIGHT]], %[[ZERO]] : f32
+// CHECK:       arith.select %[[COUNTS]], %[[MAX]], %[[M]] : f32
 // CHECK-NOT: bufferization.alloc_tensor
 func.func @window_grouped(%q: tensor<2x?x2xf32>, %k: tensor<2x?x2xf32>, %v: tensor<2x?x2xf32>, %sl: tensor<2xf32>) -> tensor<2x?x2xf32> {
-  %o = recur.window_attention %q, %k, %v bias(%sl : tensor<2xf32>) window 127 {include_self, bias_kind = #recur.bias<alibi>} : tensor<2x?x2xf32>, tensor<2x?x2xf32>, tensor<2x?x2xf32>
+  %o = recur.window_attention %q, %k, %v bias(%sl : tensor<2xf32>) window 128 {include_self, bias_kind = #recur.bias<alibi>} : tensor<2x?x2xf32>, tensor<2x?x2xf32>, tensor<2x?x2xf32>
   return %o : tensor<2x?x2xf32>
 }
 
@@ -162,18 +173,20 @@ func.func @window_wide_channels(%q: tensor<5x96xf32>, %k: tensor<5x96xf32>, %v: 
 // CHECK:     math.exp
 // CHECK:   }
 // CHECK:   %[[SEEN:[^ ]+]] = arith.cmpf ogt, %[[STATS]]#1, %[[ZERO]] : f32
+// m is 0 where no key counted (not -inf: exp(s - m) / l is then 0, not NaN).
+// CHECK:   %[[M:[^ ]+]] = arith.select %[[SEEN]], %[[STATS]]#0, %[[ZERO]] : f32
 // CHECK:   %[[RECIP:[^ ]+]] = arith.divf %[[ONE]], %[[STATS]]#1 : f32
 // CHECK:   %[[INVL:[^ ]+]] = arith.select %[[SEEN]], %[[RECIP]], %[[ZERO]] : f32
 // CHECK:   %[[D:[^ ]+]] = arith.mulf %[[STATS]]#2, %[[INVL]] : f32
 // CHECK:   %[[DQ:[^ ]+]]:2 = scf.for {{.+}} iter_args(%{{.+}} = %[[ZERO]], %{{.+}} = %[[ZERO]]) -> (f32, f32) {
-// CHECK:     %[[SHIFTED:[^ ]+]] = arith.subf %{{.+}}, %[[STATS]]#0 : f32
+// CHECK:     %[[SHIFTED:[^ ]+]] = arith.subf %{{.+}}, %[[M]] : f32
 // CHECK:     %[[E:[^ ]+]] = math.exp %[[SHIFTED]] : f32
 // CHECK:     arith.mulf %[[E]], %[[INVL]] : f32
 // CHECK:     arith.subf %{{.+}}, %[[D]] : f32
 // CHECK:   }
 // CHECK:   tensor.insert %[[DQ]]#0 into %{{.+}}[%[[P]], %{{.+}}] : tensor<3x2xf32>
 // CHECK:   tensor.insert %[[DQ]]#1 into %{{.+}}[%[[P]], %{{.+}}] : tensor<3x2xf32>
-// CHECK:   tensor.insert %[[STATS]]#0 into %{{.+}}[%[[P]]] : tensor<3xf32>
+// CHECK:   tensor.insert %[[M]] into %{{.+}}[%[[P]]] : tensor<3xf32>
 // CHECK:   tensor.insert %[[INVL]] into %{{.+}}[%[[P]]] : tensor<3xf32>
 // CHECK:   tensor.insert %[[D]] into %{{.+}}[%[[P]]] : tensor<3xf32>
 // CHECK: %[[DV:[^ ]+]]:2 = scf.for %[[R:[^ ]+]] = {{.+}} -> (tensor<3x1xf32>, tensor<2x1xf32>) {
@@ -214,4 +227,49 @@ func.func @grad_cache(%q: tensor<3x2xf32>, %k: tensor<3x2xf32>, %v: tensor<3x1xf
 func.func @grad_bias(%q: tensor<2x3x2xf32>, %k: tensor<2x3x2xf32>, %v: tensor<2x3x1xf32>, %dy: tensor<2x3x1xf32>, %sl: tensor<2xf32>) -> (tensor<2x3x2xf32>, tensor<2x3x2xf32>, tensor<2x3x1xf32>, tensor<2xf32>) {
   %g:4 = recur.window_attention_grad %q, %k, %v, %dy bias(%sl : tensor<2xf32>) window 2 {bias_kind = #recur.bias<alibi>} : tensor<2x3x2xf32>, tensor<2x3x2xf32>, tensor<2x3x1xf32> -> tensor<2x3x2xf32>, tensor<2x3x2xf32>, tensor<2x3x1xf32>, tensor<2xf32>
   return %g#0, %g#1, %g#2, %g#3 : tensor<2x3x2xf32>, tensor<2x3x2xf32>, tensor<2x3x1xf32>, tensor<2xf32>
+}
+
+// -----
+
+// The backward of a block band (window 128, blocks of 32, no cache) in
+// groups: key row r is seen by the queries from r + 1 (the least delta) to
+// the end of the block that starts at most 128 after it, ((r + 128) floordiv
+// 32 + 1) * 32, within [0, T); the 32 key rows of an aligned group walk the
+// union of those ranges, from its first row's first query to its last
+// row's (r0 + 31 + 128 = r0 + 159) end, each skipping the queries outside
+// its own.
+
+// CHECK-LABEL: func.func @grad_block_grouped
+// CHECK-DAG: %[[C32:[^ ]+]] = arith.constant 32 : index
+// CHECK-DAG: %[[C128:[^ ]+]] = arith.constant 128 : index
+// CHECK-DAG: %[[C159:[^ ]+]] = arith.constant 159 : index
+// CHECK: %[[T:[^ ]+]] = tensor.dim
+// CHECK: scf.for {{.+}} -> (tensor<?x2xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>)
+// CHECK: scf.for %[[R:[^ ]+]] = %{{.+}} to %[[T]] {{.+}} -> (tensor<?x1xf32>) {
+// CHECK:   %[[FIRST0:[^ ]+]] = arith.addi %[[R]], %{{.+}} : index
+// CHECK:   %[[FIRST:[^ ]+]] = arith.maxsi %[[FIRST0]], %{{.+}} : index
+// CHECK:   %[[REACH:[^ ]+]] = arith.addi %[[R]], %[[C128]] : index
+// CHECK:   %[[BLOCK:[^ ]+]] = arith.floordivsi %[[REACH]], %[[C32]] : index
+// CHECK:   %[[NEXT:[^ ]+]] = arith.addi %[[BLOCK]], %{{.+}} : index
+// CHECK:   %[[END0:[^ ]+]] = arith.muli %[[NEXT]], %[[C32]] : index
+// CHECK:   %[[END1:[^ ]+]] = arith.minsi %[[END0]], %[[T]] : index
+// CHECK:   %[[END:[^ ]+]] = arith.maxsi %[[END1]], %{{.+}} : index
+// CHECK:   %[[LANE:[^ ]+]] = arith.remui %[[R]], %[[C32]] : index
+// CHECK:   %[[R0:[^ ]+]] = arith.subi %[[R]], %[[LANE]] : index
+// CHECK:   %[[GFIRST0:[^ ]+]] = arith.addi %[[R0]], %{{.+}} : index
+// CHECK:   %[[GFIRST:[^ ]+]] = arith.maxsi %[[GFIRST0]], %{{.+}} : index
+// CHECK:   %[[GREACH:[^ ]+]] = arith.addi %[[R0]], %[[C159]] : index
+// CHECK:   arith.floordivsi %[[GREACH]], %[[C32]] : index
+// CHECK:   arith.minsi %{{.+}}, %[[T]] : index
+// CHECK:   %[[GEND:[^ ]+]] = arith.maxsi
+// CHECK:   scf.for %[[P:[^ ]+]] = %[[GFIRST]] to %[[GEND]] {{.+}} -> (f32) {
+// CHECK:     %[[AFTER:[^ ]+]] = arith.cmpi sge, %[[P]], %[[FIRST]] : index
+// CHECK:     %[[BEFORE:[^ ]+]] = arith.cmpi slt, %[[P]], %[[END]] : index
+// CHECK:     %[[VISIBLE:[^ ]+]] = arith.andi %[[AFTER]], %[[BEFORE]] : i1
+// CHECK:     arith.select %[[VISIBLE]], %{{.+}}, %{{.+}} : f32
+// CHECK: scf.for {{.+}} -> (tensor<?x2xf32>) {
+// CHECK:   arith.floordivsi
+func.func @grad_block_grouped(%q: tensor<?x2xf32>, %k: tensor<?x2xf32>, %v: tensor<?x1xf32>, %dy: tensor<?x1xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>, tensor<?x1xf32>) {
+  %g:3 = recur.window_attention_grad %q, %k, %v, %dy window 128 {block = 32 : i64} : tensor<?x2xf32>, tensor<?x2xf32>, tensor<?x1xf32> -> tensor<?x2xf32>, tensor<?x2xf32>, tensor<?x1xf32>
+  return %g#0, %g#1, %g#2 : tensor<?x2xf32>, tensor<?x2xf32>, tensor<?x1xf32>
 }

@@ -60,11 +60,11 @@ void stripFrontEndAttributes(ModuleOp module);
 /// Adds the patterns that lower recur ops to scalar scf loops; `scanGroup`,
 /// `scanChunk`, `streamStoreBytes`, `scanUnrollBytes`, `glaColumnThreads`,
 /// `windowTiles`, `attentionProducts`, `scanSpread`, `scanSpreadChunk`,
-/// `scanWarps`, `emulateWarps`, `glaProducts` and `windowOnePass` as the
-/// pass options scan-group, scan-chunk, stream-store-bytes,
-/// scan-unroll-bytes, gla-column-threads, window-tiles, attention-products,
-/// scan-spread, scan-spread-chunk, scan-warps, scan-warps-emulated,
-/// gla-products and window-one-pass.
+/// `scanWarps`, `emulateWarps`, `glaProducts`, `windowOnePass` and
+/// `glaColumnChunk` as the pass options scan-group, scan-chunk,
+/// stream-store-bytes, scan-unroll-bytes, gla-column-threads, window-tiles,
+/// attention-products, scan-spread, scan-spread-chunk, scan-warps,
+/// scan-warps-emulated, gla-products, window-one-pass and gla-column-chunk.
 void populateRecurToLoopsPatterns(
     RewritePatternSet &patterns, int64_t scanGroup = kDefaultScanGroup,
     int64_t scanChunk = 0, int64_t streamStoreBytes = 0,
@@ -72,7 +72,7 @@ void populateRecurToLoopsPatterns(
     bool windowTiles = false, bool attentionProducts = false,
     int64_t scanSpread = 0, int64_t scanSpreadChunk = kDefaultScanSpreadChunk,
     bool scanWarps = false, bool emulateWarps = false, bool glaProducts = false,
-    bool windowOnePass = false);
+    bool windowOnePass = false, int64_t glaColumnChunk = 0);
 
 /// The lanes of a GPU warp.
 constexpr int64_t kWarpLanes = 32;
