@@ -2528,8 +2528,6 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
     };
     // The steps [begin, end) of chunk `c`.
     auto chunkSteps = [&](OpBuilder &b, Location l, Value c) {
-      if (chunk == 0)
-        return std::make_pair(indexConst(b, l, 0), sizes.steps);
       Value begin = arith::MulIOp::create(b, l, c, chunkLen);
       Value end = arith::MinUIOp::create(
           b, l, arith::AddIOp::create(b, l, begin, chunkLen), sizes.steps);
@@ -2553,11 +2551,13 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
           b, l, zero, arith::SubIOp::create(b, l, end, begin), init,
           [&](OpBuilder &tb, Location tl, ValueRange offset, ValueRange iter) {
             Value t = arith::AddIOp::create(tb, tl, begin, offset[0]);
-            Value vt = extractAt(tb, tl, op.getV(), concatIndices(lead, {t, j}));
+            Value vt =
+                extractAt(tb, tl, op.getV(), concatIndices(lead, {t, j}));
             SmallVector<Value> next;
             Value acc = zeroOf(tb, tl, elem);
             for (int64_t i = 0; i < dk; ++i) {
-              SmallVector<Value> kIdx = concatIndices(lead, {t, indexConst(tb, tl, i)});
+              SmallVector<Value> kIdx =
+                  concatIndices(lead, {t, indexConst(tb, tl, i)});
               Value kv = arith::MulFOp::create(
                   tb, tl, extractAt(tb, tl, op.getK(), kIdx), vt);
               if (complexState)
@@ -2576,7 +2576,8 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
                       tb, tl, extractAt(tb, tl, op.getQ(), kIdx), sRe));
             }
             if (y)
-              next.push_back(insertAt(tb, tl, acc, iter[dk], concatIndices(lead, {t, j})));
+              next.push_back(
+                  insertAt(tb, tl, acc, iter[dk], concatIndices(lead, {t, j})));
             return next;
           });
     };
@@ -2585,15 +2586,15 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
                            ValueRange prefix, Value j) {
       SmallVector<Value> column;
       for (int64_t i = 0; i < dk; ++i)
-        column.push_back(
-            extractAt(b, l, tensor, concatIndices(prefix, {indexConst(b, l, i), j})));
+        column.push_back(extractAt(
+            b, l, tensor, concatIndices(prefix, {indexConst(b, l, i), j})));
       return column;
     };
     auto writeColumn = [&](OpBuilder &b, Location l, ValueRange column,
                            Value tensor, ValueRange prefix, Value j) {
       for (auto [i, x] : llvm::enumerate(column))
-        tensor =
-            insertAt(b, l, x, tensor, concatIndices(prefix, {indexConst(b, l, i), j}));
+        tensor = insertAt(b, l, x, tensor,
+                          concatIndices(prefix, {indexConst(b, l, i), j}));
       return tensor;
     };
     auto initColumn = [&](OpBuilder &b, Location l, ValueRange lead,
@@ -2610,9 +2611,9 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
           [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
             ValueRange lead = ivs.drop_back();
             Value j = ivs.back();
-            auto [begin, end] = chunkSteps(b, l, Value());
-            SmallVector<Value> swept = sweep(
-                b, l, lead, j, begin, end, initColumn(b, l, lead, j), args[0]);
+            SmallVector<Value> swept =
+                sweep(b, l, lead, j, indexConst(b, l, 0), sizes.steps,
+                      initColumn(b, l, lead, j), args[0]);
             return SmallVector<Value>{
                 swept[dk],
                 writeColumn(b, l, ArrayRef<Value>(swept).take_front(dk),
@@ -2639,7 +2640,8 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
               [&](OpBuilder &tb, Location tl, ValueRange t, ValueRange iter) {
                 return SmallVector<Value>{
                     mul(tb, tl, iter[0],
-                        extractAt(tb, tl, op.getA(), concatIndices(lead, {t[0], i})))};
+                        extractAt(tb, tl, op.getA(),
+                                  concatIndices(lead, {t[0], i})))};
               })[0];
           return SmallVector<Value>{insertAt(b, l, prod, args[0], ivs)};
         })[0];
@@ -2687,13 +2689,14 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
               b, l, indexConst(b, l, 0), chunks, init,
               [&](OpBuilder &cb, Location cl, ValueRange c, ValueRange iter) {
                 ValueRange entering = iter.drop_front();
-                SmallVector<Value> next{writeColumn(cb, cl, entering, iter[0],
-                                                    concatIndices(lead, {c[0]}), j)};
+                SmallVector<Value> next{writeColumn(
+                    cb, cl, entering, iter[0], concatIndices(lead, {c[0]}), j)};
                 SmallVector<Value> chunkState =
                     stateColumn(cb, cl, local, concatIndices(lead, {c[0]}), j);
                 for (int64_t i = 0; i < dk; ++i) {
                   Value decay = extractAt(
-                      cb, cl, decays, concatIndices(lead, {c[0], indexConst(cb, cl, i)}));
+                      cb, cl, decays,
+                      concatIndices(lead, {c[0], indexConst(cb, cl, i)}));
                   next.push_back(add(cb, cl, mul(cb, cl, decay, entering[i]),
                                      chunkState[i]));
                 }
@@ -2710,7 +2713,8 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
                                         Value out) {
       auto [begin, end] = chunkSteps(b, l, c);
       return sweep(b, l, lead, j, begin, end,
-                   stateColumn(b, l, carried[0], concatIndices(lead, {c}), j), out)[dk];
+                   stateColumn(b, l, carried[0], concatIndices(lead, {c}), j),
+                   out)[dk];
     });
     return {y, carried[1]};
   }
