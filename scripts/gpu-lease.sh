@@ -14,13 +14,15 @@
 #     Here, before pack: builds each line of bench/gpu-variants.txt (or of
 #     the file VARIANTS names) as a benchmark program into
 #     BUILD_DIR/gpu-suite/variants/NAME (the layer compiled forward only
-#     with the line's recurc options), so that pack carries them and run
+#     with the line's recurc options; a LAYER named BASEBackward: BASE
+#     with its backward, which run times), so that pack carries them and run
 #     times them with the benchmarks (scripts/gpu-suite.sh run), at their
 #     layer's shapes.
 #   scripts/gpu-lease.sh run [BUILD_DIR]
 #     On the GPU machine: unpacks the suite, runs `scripts/gpu-suite.sh run`
 #     (every case, then the benchmarks), then the peers
-#     (PEERS_ONLY, default copy,scan,window; PEERS=0 skips them), writing
+#     (PEERS_ONLY, default copy,scan,window,gla: the gla last, its Triton
+#     compiles the slowest; PEERS=0 skips them), writing
 #     the logs under $OUT (or /tmp/gpu-lease), and prints a summary last: a
 #     line per case (largest error, stream error, gradient error, times) and
 #     per benchmark. Exits 1 if a case failed.
@@ -58,10 +60,14 @@ if [[ $cmd == variants ]]; then
     [[ -z $name || $name == \#* ]] && continue
     dir=$suite/variants/$name
     mkdir -p "$dir"
+    # LAYERBackward: LAYER with its backward, timed with --backward.
+    base=${layer%Backward}
+    forward=--no-backward
+    [[ $base != "$layer" ]] && forward=
     # shellcheck disable=SC2086
-    "$build/bin/recurc" "$root/bench/layers.recur" --layer "$layer" --no-backward \
+    "$build/bin/recurc" "$root/bench/layers.recur" --layer "$base" $forward \
       --target=cuda:${CUDA_ARCH:-sm_90} $flags -o "$dir"
-    bash "$root/scripts/gpu-suite.sh" link "$dir" "$layer" "$build" "$suite"
+    bash "$root/scripts/gpu-suite.sh" link "$dir" "$base" "$build" "$suite"
     echo "$layer" >"$dir/layer"
     echo "gpu-lease: variant $name ($layer $flags)"
   done <"${VARIANTS:-$root/bench/gpu-variants.txt}"
@@ -86,7 +92,7 @@ if [[ $cmd == run ]]; then
         --upgrade --target /tmp/gpu-lease-site "$carry"/*.whl >"$out/pip.log" 2>&1 || true
     fi
     PYTHONPATH=/tmp/gpu-lease-site timeout "${PEERS_S:-150}" python3 \
-      "$root/bench/gpu_peers.py" --only "${PEERS_ONLY:-copy,scan,window}" --reps 10 \
+      "$root/bench/gpu_peers.py" --only "${PEERS_ONLY:-copy,scan,window,gla}" --reps 10 \
       --json "$out/peers.json" >"$out/peers.log" 2>&1 ||
       echo "peers: exit $? (see peers.log)"
   fi

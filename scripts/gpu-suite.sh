@@ -5,13 +5,14 @@
 #     Here (LLVM, MLIR and the CUDA toolkit; no GPU needed): compiles every
 #     case of test/Integration/CUDA/gpu-cases.txt with recurc --target=cuda
 #     (--no-backward unless the case runs with --gradcheck; the benchmark
-#     layers too: they time the forward),
+#     layers too, but for the two that time the backward),
 #     saves its inputs and float64 oracle results with recur-run
 #     --save-case (a case run with --gradcheck: the gradient check first,
 #     on the CPU, then the gradients it passed), and links each with
 #     recur-case (librecur_case.a) and
 #     librecur_rt into OUT_DIR/cases/NAME/run; does the same without a case
-#     for the layers of bench/layers.recur (OUT_DIR/bench/NAME/run), and
+#     for the layers of bench/layers.recur (OUT_DIR/bench/NAME/run; Gla and
+#     Window also with their backward, as GlaBackward and WindowBackward), and
 #     copies the OpenMP runtime beside them. OUT_DIR defaults to
 #     BUILD_DIR/gpu-suite; it is self-contained (x86-64 programs, their
 #     libraries and data) and can be copied to the GPU machine.
@@ -109,14 +110,20 @@ if [[ $cmd == prepare ]]; then
     link "$dir" "$layer"
     echo "gpu-suite: prepared $name ($layer)"
   done <"$root/test/Integration/CUDA/gpu-cases.txt"
-  for layer in ScanF32 ScanF32One ScanC64 Gla GlaChunked Window; do
+  # The benchmark layers, forward only; LAYERBackward: LAYER with its
+  # backward, which run times (recur-case --bench --backward).
+  for layer in ScanF32 ScanF32One ScanC64 Gla GlaChunked Window \
+    GlaBackward WindowBackward; do
     [[ ${BENCH:-1} == 0 ]] && break
     dir=$out/bench/$layer
     mkdir -p "$dir"
+    base=${layer%Backward}
+    forward=--no-backward
+    [[ $base != "$layer" ]] && forward=
     # shellcheck disable=SC2086
-    "$build/bin/recurc" "$root/bench/layers.recur" --layer "$layer" \
-      --no-backward --target=cuda:$arch ${RECURC_FLAGS:-} -o "$dir"
-    link "$dir" "$layer"
+    "$build/bin/recurc" "$root/bench/layers.recur" --layer "$base" \
+      $forward --target=cuda:$arch ${RECURC_FLAGS:-} -o "$dir"
+    link "$dir" "$base"
   done
   echo "gpu-suite: prepared $(ls "$out/cases" | wc -l) cases and" \
     "$(ls "$out/bench" | wc -l) benchmark layers in $out"
@@ -145,14 +152,19 @@ if [[ $cmd == run ]]; then
     declare -A sizes=([ScanF32]=B=16,T=8192 [ScanC64]=B=16,T=8192
       [ScanF32One]="B=1,T=16777216 B=16,T=1048576 B=1024,T=16384"
       [Gla]=B=4,T=4096 [GlaChunked]=B=4,T=4096 [Window]=B=4,T=4096)
-    bench() { # NAME PROGRAM LAYER: PROGRAM at LAYER's shapes
-      for shape in ${sizes[$3]}; do
+    # NAME PROGRAM LAYER: PROGRAM at LAYER's shapes; a LAYER named
+    # BASEBackward: BASE's backward (the forward it recomputes included)
+    # at BASE's shapes.
+    bench() {
+      local base=${3%Backward} extra=()
+      [[ $base != "$3" ]] && extra=(--backward)
+      for shape in ${sizes[$base]}; do
         echo "== bench $1 $shape"
-        timeout 300 "$2" --bench "$shape" --repeat "${BENCH_REPEAT:-10}" ||
-          echo "gpu-suite: bench $1 $shape failed"
+        timeout 300 "$2" --bench "$shape" --repeat "${BENCH_REPEAT:-10}" \
+          ${extra[@]+"${extra[@]}"} || echo "gpu-suite: bench $1 $shape failed"
       done
     }
-    for layer in ${BENCH_LAYERS:-ScanF32 ScanF32One ScanC64 Gla GlaChunked Window}; do
+    for layer in ${BENCH_LAYERS:-ScanF32 ScanF32One ScanC64 Gla GlaChunked Window GlaBackward WindowBackward}; do
       bench "$layer" "$out/bench/$layer/run" "$layer"
     done
     # The variants scripts/gpu-lease.sh variants built beside the suite.

@@ -196,9 +196,11 @@ void mlir::recur::buildCudaLoweringPipeline(
   // LLVM dialect with buffers from the generic allocation functions (the
   // CUDA target points them at device memory) and launches as calls of
   // the runtime's mgpu* functions.
-  // A linear scan runs one channel a thread, and a recurrent gla one output
-  // column a thread: neighbouring threads on neighbouring channels or
-  // columns (coalesced). Window attention runs a query a thread in one pass
+  // A linear scan runs one channel a thread, and a gla (recurrent, or
+  // chunked with its state column in registers) one output column, or one
+  // (chunk, column), a thread, its backward one (chunk, key row) or one
+  // (chunk, column) a thread: neighbouring threads on neighbouring channels
+  // or columns (coalesced). Window attention runs a query a thread in one pass
   // over its keys, its sums in registers (windowOnePass; the row form kept
   // its logits in a scratch row of local memory, 2 KB at a window of 512). The
   // chunked scan (scan-chunk) was slower on an H200 for 16 x 1024 channels

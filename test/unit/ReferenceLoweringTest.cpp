@@ -846,6 +846,17 @@ TEST(ReferenceLowering, GatedLinearAttention) {
   checkGlaCases(cases, 3, "gated_linear_attention", kGlaChunk4, "", false);
 }
 
+/// The cases of the GPU's column forms (chunks of 4): lengths within a
+/// chunk, whole chunks and parts of one, two chunks or fewer (a thread a
+/// column) and more; 16384 output columns (a thread a column).
+const GlaCase kGlaColumnCases[] = {
+    {{2}, 1, false, false},    {{2}, 4, true, true},
+    {{2}, 5, false, true},     {{1, 2}, 13, true, false},
+    {{2}, 8, true, true},      {{1}, 31, false, false},
+    {{3}, 17, true, true},     {{2}, 16, false, true},
+    {{8192}, 13, false, true}, {{2}, 9, true, false},
+};
+
 /// The GPU's recurrent form (gla-column-threads) with its state column in
 /// registers (gla-column-chunk=4), against the float64 oracle: sequences
 /// longer than 8 steps in chunks of 4 (each chunk's decay products and
@@ -855,44 +866,52 @@ TEST(ReferenceLowering, GatedLinearAttention) {
 /// with and without an initial state; T static (the form chosen when
 /// compiling) and dynamic (chosen when it runs).
 TEST(ReferenceLowering, GatedLinearAttentionColumnChunks) {
-  const GlaCase cases[] = {
-      {{2}, 1, false, false},    {{2}, 4, true, true},
-      {{2}, 5, false, true},     {{1, 2}, 13, true, false},
-      {{2}, 8, true, true},      {{1}, 31, false, false},
-      {{3}, 17, true, true},     {{2}, 16, false, true},
-      {{8192}, 13, false, true}, {{2}, 9, true, false},
-  };
-  checkGlaCases(cases, 11, "gated_linear_attention, column chunks",
+  checkGlaCases(kGlaColumnCases, 11, "gated_linear_attention, column chunks",
                 "{algorithm = #recur.algorithm<recurrent>}",
                 "convert-recur-to-loops{gla-column-threads gla-column-chunk=4}",
                 true);
 }
 
-/// The float64 cotangents of gated_linear_attention with real decays,
-/// straight from the definition (gated_linear_attention_grad's): every
-/// state S_t kept, then G_t from the last step back.
-struct GlaGrads {
-  Tensor<double> dq, dk, dv, da, dinit;
+/// The chunked gla on the GPU (gla-column-threads, here with
+/// gla-column-chunk=0, which the chunked algorithm does not heed): where
+/// its state column fits in registers, the column form in chunks of its own
+/// chunk_size (4; a thread a column at 8 steps or fewer), against the
+/// float64 oracle, with the cases of GatedLinearAttentionColumnChunks.
+TEST(ReferenceLowering, GatedLinearAttentionChunkedColumns) {
+  checkGlaCases(kGlaColumnCases, 14, "gated_linear_attention, chunked columns",
+                kGlaChunk4, "convert-recur-to-loops{gla-column-threads}", true);
+}
+
+/// The float64 cotangents of gated_linear_attention with real (S = double)
+/// or complex (S = Complex) decays, straight from the definition
+/// (gated_linear_attention_grad's): every state S_t kept, then G_t from the
+/// last step back; dq, dk and dv take the real parts, da_t = sum_j G_t
+/// conj(S_{t-1}), and the cotangent flows back through conj(a_t).
+template <typename S> struct GlaGrads {
+  Tensor<double> dq, dk, dv;
+  Tensor<S> da, dinit;
 };
-GlaGrads glaGradReference(const Tensor<double> &q, const Tensor<double> &k,
-                          const Tensor<double> &v, const Tensor<double> &a,
-                          const Tensor<double> &dy, const Tensor<double> &ds,
-                          const std::optional<Tensor<double>> &init) {
+inline double conjOf(double x) { return x; }
+inline Complex conjOf(Complex x) { return std::conj(x); }
+template <typename S>
+GlaGrads<S> glaGradReference(const Tensor<double> &q, const Tensor<double> &k,
+                             const Tensor<double> &v, const Tensor<S> &a,
+                             const Tensor<double> &dy, const Tensor<S> &ds,
+                             const std::optional<Tensor<S>> &init) {
   int64_t steps = q.dim(-2), dk = q.dim(-1), dv = v.dim(-1);
   int64_t heads = numElements(q.shape) / (steps * dk);
-  GlaGrads g{Tensor<double>(q.shape), Tensor<double>(q.shape),
-             Tensor<double>(v.shape), Tensor<double>(q.shape),
-             Tensor<double>(ds.shape)};
+  GlaGrads<S> g{Tensor<double>(q.shape), Tensor<double>(q.shape),
+                Tensor<double>(v.shape), Tensor<S>(q.shape),
+                Tensor<S>(ds.shape)};
   for (int64_t h = 0; h < heads; ++h) {
     auto key = [&](int64_t t, int64_t i) { return (h * steps + t) * dk + i; };
     auto val = [&](int64_t t, int64_t j) { return (h * steps + t) * dv + j; };
     auto st = [&](int64_t i, int64_t j) { return (h * dk + i) * dv + j; };
     // states[t + 1] = S_t, states[0] = S_{-1}.
-    std::vector<std::vector<double>> states(steps + 1,
-                                            std::vector<double>(dk * dv));
+    std::vector<std::vector<S>> states(steps + 1, std::vector<S>(dk * dv));
     for (int64_t i = 0; i < dk; ++i)
       for (int64_t j = 0; j < dv; ++j)
-        states[0][i * dv + j] = init ? init->data[st(i, j)] : 0.0;
+        states[0][i * dv + j] = init ? init->data[st(i, j)] : S(0.0);
     for (int64_t t = 0; t < steps; ++t)
       for (int64_t i = 0; i < dk; ++i)
         for (int64_t j = 0; j < dv; ++j)
@@ -900,22 +919,23 @@ GlaGrads glaGradReference(const Tensor<double> &q, const Tensor<double> &k,
               a.data[key(t, i)] * states[t][i * dv + j] +
               k.data[key(t, i)] * v.data[val(t, j)];
     // G = the cotangent flowing into S_t from the later steps.
-    std::vector<double> later(dk * dv);
+    std::vector<S> later(dk * dv);
     for (int64_t i = 0; i < dk; ++i)
       for (int64_t j = 0; j < dv; ++j)
         later[i * dv + j] = ds.data[st(i, j)];
     for (int64_t t = steps - 1; t >= 0; --t) {
-      std::vector<double> gt(dk * dv);
+      std::vector<S> gt(dk * dv);
       for (int64_t i = 0; i < dk; ++i)
         for (int64_t j = 0; j < dv; ++j)
           gt[i * dv + j] =
               q.data[key(t, i)] * dy.data[val(t, j)] + later[i * dv + j];
       for (int64_t i = 0; i < dk; ++i) {
-        double dqi = 0, dki = 0, dai = 0;
+        double dqi = 0, dki = 0;
+        S dai = 0.0;
         for (int64_t j = 0; j < dv; ++j) {
-          dqi += states[t + 1][i * dv + j] * dy.data[val(t, j)];
-          dki += gt[i * dv + j] * v.data[val(t, j)];
-          dai += gt[i * dv + j] * states[t][i * dv + j];
+          dqi += std::real(states[t + 1][i * dv + j]) * dy.data[val(t, j)];
+          dki += std::real(gt[i * dv + j]) * v.data[val(t, j)];
+          dai += gt[i * dv + j] * conjOf(states[t][i * dv + j]);
         }
         g.dq.data[key(t, i)] = dqi;
         g.dk.data[key(t, i)] = dki;
@@ -924,18 +944,109 @@ GlaGrads glaGradReference(const Tensor<double> &q, const Tensor<double> &k,
       for (int64_t j = 0; j < dv; ++j) {
         double dvj = 0;
         for (int64_t i = 0; i < dk; ++i)
-          dvj += gt[i * dv + j] * k.data[key(t, i)];
+          dvj += std::real(gt[i * dv + j]) * k.data[key(t, i)];
         g.dv.data[val(t, j)] = dvj;
       }
       for (int64_t i = 0; i < dk; ++i)
         for (int64_t j = 0; j < dv; ++j)
-          later[i * dv + j] = a.data[key(t, i)] * gt[i * dv + j];
+          later[i * dv + j] = conjOf(a.data[key(t, i)]) * gt[i * dv + j];
     }
     for (int64_t i = 0; i < dk; ++i)
       for (int64_t j = 0; j < dv; ++j)
         g.dinit.data[st(i, j)] = later[i * dv + j];
   }
   return g;
+}
+
+/// gated_linear_attention_grad in the GPU's chunks (gla-column-threads
+/// gla-column-chunk=4: the states entering the chunks, what each chunk
+/// sends back and the cotangents entering them from the later ones, then a
+/// thread per (chunk, row) for dq, dk and da and one per (chunk, column)
+/// for dv) against the float64 definition: real and complex decays (with
+/// saturated gates and resets), with and without an initial state, T of
+/// 1, within one chunk, a whole number of chunks and a part of one, a
+/// prime; T static and dynamic.
+TEST(ReferenceLowering, GatedLinearAttentionGradColumnChunks) {
+  const GlaCase cases[] = {
+      {{2}, 1, false, false},    {{2}, 4, true, true},  {{2}, 5, false, true},
+      {{1, 2}, 13, true, false}, {{2}, 8, true, true},  {{1}, 31, false, false},
+      {{3}, 17, true, true},     {{2}, 3, false, true}, {{2}, 9, true, false},
+      {{1}, 12, false, true},
+  };
+  const std::string pipeline =
+      "convert-recur-to-loops{gla-column-threads gla-column-chunk=4}";
+  Rng rng(13);
+  for (Dtype dt : kDtypes)
+    for (const GlaCase &c : cases)
+      for (bool dynamicSteps : {false, true}) {
+        SCOPED_TRACE("T=" + std::to_string(c.steps) + " " + name(dt) +
+                     (c.complexDecay ? " complex" : " real") +
+                     (c.withInit ? " init" : "") +
+                     (dynamicSteps ? " T dynamic" : ""));
+        const int64_t dk = 3, dv = 5;
+        std::vector<int64_t> keys = join(c.lead, {c.steps, dk});
+        std::vector<int64_t> values = join(c.lead, {c.steps, dv});
+        std::vector<int64_t> sShape = join(c.lead, {dk, dv});
+        Tensor<double> q = rng.tensor(dt, keys), k = rng.tensor(dt, keys);
+        Tensor<double> v = rng.tensor(dt, values), dy = rng.tensor(dt, values);
+        std::string f = name(dt);
+        std::string sElem = c.complexDecay ? "complex<" + f + ">" : f;
+        std::string src = fill(R"mlir(
+func.func @f(%q: $Q, %k: $Q, %v: $V, %a: $A, %dy: $V, %ds: $S $INITARG)
+    -> ($Q, $Q, $V, $A, $S) attributes {llvm.emit_c_interface} {
+  %dq, %dk, %dv, %da, %di = recur.gated_linear_attention_grad
+      %q, %k, %v, %a, %dy, %ds $INIT chunk 4 : $Q, $Q, $V, $A, $S
+  return %dq, %dk, %dv, %da, %di : $Q, $Q, $V, $A, $S
+})mlir",
+                               {{"INITARG", c.withInit ? ", %s0: $S" : ""},
+                                {"INIT", c.withInit ? "init(%s0 : $S)" : ""}});
+        auto spell = [&](const std::vector<int64_t> &shape,
+                         const std::string &e) {
+          return ty(dynamicSteps ? dyn(shape, {shape.size() - 2}) : shape, e);
+        };
+        src = fill(src, {{"Q", spell(keys, f)},
+                         {"V", spell(values, f)},
+                         {"A", spell(keys, sElem)},
+                         {"S", ty(sShape, sElem)}});
+        auto check = [&](const std::vector<HostTensor> &out, auto &ref,
+                         auto toS) {
+          ASSERT_EQ(out.size(), 5u);
+          std::string op = std::string("gated_linear_attention_grad, column "
+                                       "chunks") +
+                           (c.complexDecay ? " (complex)" : "");
+          expectClose(op, dt, real(out[0]), ref.dq);
+          expectClose(op, dt, real(out[1]), ref.dk);
+          expectClose(op, dt, real(out[2]), ref.dv);
+          expectClose(op, dt, toS(out[3]), ref.da);
+          expectClose(op, dt, toS(out[4]), ref.dinit);
+        };
+        // The decays a, the cotangent of the final state and the initial
+        // state, real or complex; `toS` reads da and dinit the same way.
+        auto run = [&](const auto &a, const auto &ds, const auto &s0,
+                       auto toS) {
+          std::vector<HostTensor> args = {host(q), host(k),  host(v),
+                                          host(a), host(dy), host(ds)};
+          if (s0)
+            args.push_back(host(*s0));
+          auto ref = glaGradReference(q, k, v, a, dy, ds, s0);
+          check(runLowered(src, args, pipeline), ref, toS);
+        };
+        if (c.complexDecay) {
+          Tensor<Complex> a = rng.complexDecays(dt, keys);
+          Tensor<Complex> ds = rng.complexTensor(dt, sShape);
+          std::optional<Tensor<Complex>> s0;
+          if (c.withInit)
+            s0 = rng.complexTensor(dt, sShape);
+          run(a, ds, s0, [](const HostTensor &h) { return complexOf(h); });
+        } else {
+          Tensor<double> a = rng.decays(dt, keys);
+          Tensor<double> ds = rng.tensor(dt, sShape);
+          std::optional<Tensor<double>> s0;
+          if (c.withInit)
+            s0 = rng.tensor(dt, sShape);
+          run(a, ds, s0, [](const HostTensor &h) { return real(h); });
+        }
+      }
 }
 
 struct GlaGradCase {
@@ -1033,7 +1144,7 @@ func.func @f(%q: $Q, %k: $Q, %v: $V, %a: $Q, %dy: $V, %ds: $S $INITARG)
         args.push_back(host(*s0));
       std::vector<HostTensor> out = runLowered(src, args, kGlaProductsPipeline);
       ASSERT_EQ(out.size(), 5u);
-      GlaGrads ref = glaGradReference(q, k, v, a, dy, ds, s0);
+      GlaGrads<double> ref = glaGradReference(q, k, v, a, dy, ds, s0);
       const char *op = "gated_linear_attention_grad (products)";
       expectClose(op, dt, real(out[0]), ref.dq);
       expectClose(op, dt, real(out[1]), ref.dk);

@@ -101,9 +101,14 @@ CompileOptions::CompileOptions(cl::OptionCategory &category)
                    "keeps it there, and over fewer than 16384 output "
                    "columns (leading indices times dv) and longer than 2 n "
                    "steps goes in chunks of n steps, a thread per (chunk, "
-                   "column), instead of a thread per column; 0: a thread "
-                   "per column, the state in memory, 0 to 65536 (default "
-                   "64; --target=cuda only)"),
+                   "column), instead of a thread per column; its backward "
+                   "(dv static too, its rows in registers and a chunk's "
+                   "states of a row in 32 KiB) goes in the same chunks, a "
+                   "thread per "
+                   "(chunk, key row) and per (chunk, column), instead of a "
+                   "thread per leading index; 0: a thread per column, the "
+                   "state in memory, and the backward's reverse sweep, 0 to "
+                   "65536 (default 64; --target=cuda only)"),
           cl::value_desc("n"),
           cl::init(mlir::recur::kDefaultCudaGlaColumnChunk),
           cl::cat(category)) {}

@@ -16,10 +16,12 @@
 //     backward on the saved output cotangents, each gradient against the
 //     one recur-run checked (`backward_ms:`, `max_grad_rel_err:`); exit
 //     status 1 when an error exceeds the case's tolerance or a call fails.
-//   recur-case --bench NAME=VALUE,... [--repeat N]
+//   recur-case --bench NAME=VALUE,... [--backward] [--repeat N]
 //     Times the kernel alone on device buffers of the given runtime sizes
 //     (inputs uniform in [0, 0.7): decays below 1), and a device-to-device
-//     copy moving the same bytes (`kernel_ms:`, `GBps:`, `copy_GBps:`).
+//     copy moving the same bytes (`kernel_ms:`, `GBps:`, `copy_GBps:`);
+//     with --backward, the backward kernel on random cotangents (the
+//     forward it recomputes included).
 //
 //===----------------------------------------------------------------------===//
 
@@ -591,14 +593,16 @@ size_t wordCount(const recur_arg_desc *descs, int32_t count) {
   return words;
 }
 
-/// Frees the buffers the kernel returned (each once), not the arguments.
+/// Frees the buffers a kernel returned (`out`, described by `descs`), each
+/// once, not the arguments.
 void freeResults(const std::vector<int64_t> &out,
-                 const std::vector<void *> &args) {
+                 const std::vector<void *> &args, const recur_arg_desc *descs,
+                 int32_t count) {
   std::vector<void *> freed;
   const int64_t *w = out.data();
-  for (int32_t r = 0; r < layer->num_results; ++r) {
+  for (int32_t r = 0; r < count; ++r) {
     void *allocated = reinterpret_cast<void *>(static_cast<intptr_t>(w[0]));
-    w += 3 + 2 * layer->results[r].rank;
+    w += 3 + 2 * descs[r].rank;
     if (!allocated ||
         std::find(args.begin(), args.end(), allocated) != args.end() ||
         std::find(freed.begin(), freed.end(), allocated) != freed.end())
@@ -611,10 +615,13 @@ void freeResults(const std::vector<int64_t> &out,
 /// Elements of each benchmark input drawn at random (the rest repeat them).
 constexpr int64_t kBenchDraws = 1 << 20;
 
-int bench(const std::string &sizes, unsigned repeat) {
+int bench(const std::string &sizes, unsigned repeat, bool backward) {
   if (layer->device != RECUR_DEVICE_CUDA)
     return fail("--bench times CUDA kernels; this layer is compiled for the "
                 "CPU (time it with recur-bench)");
+  if (backward && !layer->backward)
+    return fail("--backward: this layer was compiled without its backward "
+                "(recurc --no-backward)");
   std::vector<int64_t> dims(layer->num_runtime_dims, -1);
   std::istringstream items(sizes);
   std::string item;
@@ -644,8 +651,16 @@ int bench(const std::string &sizes, unsigned repeat) {
   std::vector<void *> buffers;
   std::vector<int64_t> in;
   size_t traffic = 0;
-  for (int32_t i = 0; i < layer->num_args; ++i) {
-    Tensor t = makeTensor(layer->args[i], dims);
+  // The kernel's arguments; for the backward, then a cotangent per result
+  // (the backward reads them all, and writes a gradient per argument).
+  std::vector<const recur_arg_desc *> inputs;
+  for (int32_t i = 0; i < layer->num_args; ++i)
+    inputs.push_back(&layer->args[i]);
+  if (backward)
+    for (int32_t r = 0; r < layer->num_results; ++r)
+      inputs.push_back(&layer->results[r]);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Tensor t = makeTensor(*inputs[i], dims);
     // Draws for the first elements, repeated over the rest: the values do
     // not change the time, and drawing a gigabyte would take longer than
     // the benchmark.
@@ -662,18 +677,22 @@ int bench(const std::string &sizes, unsigned repeat) {
         recur_cuda_memcpy_htod(device, t.bytes.data(), t.bytes.size(), nullptr))
       return runtimeFail("putting the arguments on the device");
     buffers.push_back(device);
-    if (t.sig->role != RECUR_ROLE_PARAM)
+    if (t.sig->role != RECUR_ROLE_PARAM || i >= size_t(layer->num_args))
       traffic += t.bytes.size();
     pushMemRef(in, device, t.shape);
   }
-  for (int32_t r = 0; r < layer->num_results; ++r)
-    traffic += makeTensor(layer->results[r], dims).bytes.size();
+  // What the kernel writes: its results, or the backward's gradients.
+  const recur_arg_desc *written = backward ? layer->args : layer->results;
+  int32_t numWritten = backward ? layer->num_args : layer->num_results;
+  for (int32_t r = 0; r < numWritten; ++r)
+    if (!backward || written[r].role != RECUR_ROLE_PARAM)
+      traffic += makeTensor(written[r], dims).bytes.size();
 
   std::vector<double> times;
   for (unsigned r = 0; r <= repeat; ++r) {
-    std::vector<int64_t> out(wordCount(layer->results, layer->num_results));
+    std::vector<int64_t> out(wordCount(written, numWritten));
     auto start = std::chrono::steady_clock::now();
-    layer->kernel(in.data(), out.data());
+    (backward ? layer->backward : layer->kernel)(in.data(), out.data());
     recur_status synced = recur_cuda_synchronize();
     auto stop = std::chrono::steady_clock::now();
     if (recur_status s = recur_cuda_take_error())
@@ -681,7 +700,7 @@ int bench(const std::string &sizes, unsigned repeat) {
                   " (" + recur_status_name(s) + ")");
     if (synced != RECUR_OK)
       return runtimeFail("recur_cuda_synchronize");
-    freeResults(out, buffers);
+    freeResults(out, buffers, written, numWritten);
     if (r > 0) // the first call loads and warms up
       times.push_back(
           std::chrono::duration<double, std::milli>(stop - start).count());
@@ -713,8 +732,9 @@ int bench(const std::string &sizes, unsigned repeat) {
   for (void *b : buffers)
     recur_cuda_free(b);
 
-  std::printf("recur-case: layer %s on %s (sm_%d%d, %d SMs)", layer->name,
-              info.name, info.cc_major, info.cc_minor, info.multiprocessors);
+  std::printf("recur-case: layer %s%s on %s (sm_%d%d, %d SMs)", layer->name,
+              backward ? " (backward)" : "", info.name, info.cc_major,
+              info.cc_minor, info.multiprocessors);
   for (int32_t d = 0; d < layer->num_runtime_dims; ++d)
     std::printf(", %s = %lld", layer->runtime_dim_names[d],
                 static_cast<long long>(dims[d]));
@@ -731,17 +751,20 @@ int main(int argc, char **argv) {
   layer = recur_case_layer();
   std::string dir, sizes;
   int repeat = 0;
+  bool backward = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       std::printf(
           "usage: %s DIR [--repeat N]\n"
-          "       %s --bench NAME=VALUE,... [--repeat N]\n\n"
+          "       %s --bench NAME=VALUE,... [--backward] [--repeat N]\n\n"
           "Checks the case recur-run --save-case=DIR wrote against this\n"
           "program's layer (%s): its outputs and final states, the stream,\n"
           "and for a case saved with --gradcheck its backward's gradients;\n"
-          "or times the kernel alone on device buffers. Exit status 1 when\n"
-          "an error exceeds the tolerance or a call fails.\n",
+          "or times the kernel alone on device buffers (with --backward,\n"
+          "the backward kernel on random cotangents: the forward it\n"
+          "recomputes included). Exit status 1 when an error exceeds the\n"
+          "tolerance or a call fails.\n",
           argv[0], argv[0], layer->name);
       return EXIT_SUCCESS;
     }
@@ -750,14 +773,18 @@ int main(int argc, char **argv) {
         sizes = argv[++i];
       else if ((repeat = std::atoi(argv[++i])) < 1)
         return fail("--repeat expects a positive count");
+    } else if (arg == "--backward") {
+      backward = true;
     } else if (!arg.empty() && arg[0] != '-' && dir.empty()) {
       dir = arg;
     } else {
       return fail("unexpected argument '" + arg + "' (see --help)");
     }
   }
+  if (backward && sizes.empty())
+    return fail("--backward times the backward with --bench (see --help)");
   if (!sizes.empty())
-    return bench(sizes, repeat > 0 ? repeat : 20);
+    return bench(sizes, repeat > 0 ? repeat : 20, backward);
   if (dir.empty())
     return fail("give the case's directory (see --help)");
   return runCase(dir, repeat);

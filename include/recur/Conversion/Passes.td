@@ -207,7 +207,9 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "Lower a recurrent gla with its output columns independent too "
            "(a nest over the leading indices and the columns, each column "
            "of the state swept on its own): the GPU's form; the CPU's "
-           "sweeps the state row by row over contiguous columns">,
+           "sweeps the state row by row over contiguous columns. A chunked "
+           "gla whose state column fits in registers (see gla-column-chunk) "
+           "goes the same way in chunks of its own chunk_size">,
     Option<"glaColumnChunk", "gla-column-chunk", "int64_t",
            /*default=*/"0",
            "With gla-column-threads, a recurrent gla whose state column fits "
@@ -219,7 +221,15 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "each chunk's state from zero a thread per (chunk, column), the "
            "state entering each chunk a thread per column, then each chunk "
            "again from it a thread per (chunk, column), writing the outputs "
-           "(the GPU's form; 0: a thread a column, the state in memory)">,
+           "(the GPU's form; 0: a thread a column, the state in memory). "
+           "Its backward, where the state's rows and columns fit in 128 "
+           "registers and a chunk's states of a row in 32 KiB (dv static "
+           "too), goes in the same chunks: the states entering them as "
+           "above, what each chunk sends back into the state before it a "
+           "thread per (chunk, column), the cotangents entering the chunks a "
+           "thread per column, dq, dk and da a thread per (chunk, key row), "
+           "dv a thread per (chunk, column) (0: the reverse sweep a leading "
+           "index at a time)">,
     Option<"windowTiles", "window-tiles", "bool", /*default=*/"false",
            "Lower window_attention as window_attention_grad is lowered: "
            "per leading index, tiles of 16 queries over the union of their "

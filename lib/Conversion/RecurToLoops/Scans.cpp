@@ -2199,12 +2199,289 @@ private:
 constexpr int64_t kGlaRowBlock = 4;
 
 /// The most 32-bit registers the state column of buildRegisterColumns
-/// takes (dk values, a complex one or an f64 two; a complex<f64> four).
+/// takes (dk values, a complex one or an f64 two; a complex<f64> four), and
+/// a column or row of the backward's chunked form (dk or dv values).
 constexpr int64_t kGlaColumnMaxRegisters = 128;
 /// The most output columns (leading indices times dv) for which the
 /// chunked column form is taken: with more, a thread a column gives the
 /// GPU tens of thousands of threads, and chunks would double the work.
 constexpr int64_t kGlaColumnChunkMaxColumns = 16384;
+
+/// The gla with its state a column (or a row) a thread, the column in
+/// registers, in chunks of `chunk` steps (the GPU's, `gla-column-chunk`;
+/// dk static): what the forward (buildRegisterColumns) and the backward
+/// (GatedLinearAttentionGradToLoops' chunked form) share. With `chunk` =
+/// 0 the whole sequence is one chunk.
+struct GlaRegisterChunks {
+  GlaRegisterChunks(OpBuilder &b, Location loc, Value q, Value k, Value v,
+                    Value a, Value init, const GlaSizes &sizes, Type stateElem,
+                    int64_t dk, int64_t chunk)
+      : q(q), k(k), v(v), a(a), init(init), sizes(sizes),
+        elem(cast<RankedTensorType>(q.getType()).getElementType()),
+        stateElem(stateElem), complexState(isa<ComplexType>(stateElem)),
+        leadShape(cast<RankedTensorType>(q.getType()).getShape().drop_back(2)),
+        dk(dk), dvStatic(cast<RankedTensorType>(v.getType()).getShape().back()),
+        chunkLen(indexConst(b, loc, chunk > 0 ? chunk : 1)),
+        chunks(chunk > 0
+                   ? arith::CeilDivUIOp::create(b, loc, sizes.steps, chunkLen)
+                         .getResult()
+                   : indexConst(b, loc, 1)) {}
+
+  /// The tensor type `[lead..., tail...]` of state elements.
+  RankedTensorType typeOf(ArrayRef<int64_t> tail) const {
+    SmallVector<int64_t> shape(leadShape);
+    llvm::append_range(shape, tail);
+    return RankedTensorType::get(shape, stateElem);
+  }
+  /// The sizes `[lead..., tail...]`.
+  SmallVector<Value> nestSizes(ValueRange tail) const {
+    SmallVector<Value> ubs(sizes.lead);
+    llvm::append_range(ubs, tail);
+    return ubs;
+  }
+  /// The type and sizes of a state per chunk, `[lead..., chunks, dk, dv]`.
+  RankedTensorType chunkStateType() const {
+    return typeOf({ShapedType::kDynamic, dk, dvStatic});
+  }
+  SmallVector<Value> chunkStateSizes() const {
+    return nestSizes({chunks, sizes.dk, sizes.dv});
+  }
+
+  /// The steps [begin, end) of chunk `c`.
+  std::pair<Value, Value> chunkSteps(OpBuilder &b, Location l, Value c) const {
+    Value begin = arith::MulIOp::create(b, l, c, chunkLen);
+    Value end = arith::MinUIOp::create(
+        b, l, arith::AddIOp::create(b, l, begin, chunkLen), sizes.steps);
+    return {begin, end};
+  }
+
+  /// `x` as a state element (a complex one with imaginary part 0).
+  Value toState(OpBuilder &b, Location l, Value x) const {
+    return complexState ? complex::CreateOp::create(b, l, stateElem, x,
+                                                    zeroOf(b, l, elem))
+                              .getResult()
+                        : x;
+  }
+  Value re(OpBuilder &b, Location l, Value x) const {
+    return complexState ? complex::ReOp::create(b, l, x).getResult() : x;
+  }
+  Value conj(OpBuilder &b, Location l, Value x) const {
+    return complexState ? complex::ConjOp::create(b, l, x).getResult() : x;
+  }
+
+  /// The state column `state` (dk values) of column j through the steps
+  /// [begin, end), S_t[i] = a_t[i] S_{t-1}[i] + k_t[i] v_t[j], in the
+  /// order of buildColumns; with `y`, y_t[j] = sum_i q_t[i] Re(S_t[i])
+  /// written at each step. The loop runs over the offsets in the chunk,
+  /// t = begin + offset, so that what a step writes is seen to depend on
+  /// the chunk (recur-parallelize-loops then runs the chunks side by
+  /// side). Returns the state, then y when given.
+  SmallVector<Value> sweep(OpBuilder &b, Location l, ValueRange lead, Value j,
+                           Value begin, Value end, ValueRange state,
+                           Value y) const {
+    SmallVector<Value> carried(state);
+    if (y)
+      carried.push_back(y);
+    Value zero = indexConst(b, l, 0);
+    return buildLoop(
+        b, l, zero, arith::SubIOp::create(b, l, end, begin), carried,
+        [&](OpBuilder &tb, Location tl, ValueRange offset, ValueRange iter) {
+          Value t = arith::AddIOp::create(tb, tl, begin, offset[0]);
+          Value vt = extractAt(tb, tl, v, concatIndices(lead, {t, j}));
+          SmallVector<Value> next;
+          Value acc = zeroOf(tb, tl, elem);
+          for (int64_t i = 0; i < dk; ++i) {
+            SmallVector<Value> kIdx =
+                concatIndices(lead, {t, indexConst(tb, tl, i)});
+            Value kv = toState(
+                tb, tl,
+                arith::MulFOp::create(tb, tl, extractAt(tb, tl, k, kIdx), vt));
+            Value s = add(tb, tl,
+                          mul(tb, tl, extractAt(tb, tl, a, kIdx), iter[i]), kv);
+            next.push_back(s);
+            if (!y)
+              continue;
+            Value sRe = re(tb, tl, s);
+            acc = arith::AddFOp::create(
+                tb, tl, acc,
+                arith::MulFOp::create(tb, tl, extractAt(tb, tl, q, kIdx), sRe));
+          }
+          if (y)
+            next.push_back(
+                insertAt(tb, tl, acc, iter[dk], concatIndices(lead, {t, j})));
+          return next;
+        });
+  }
+
+  /// The reverse of sweep for the cotangents: `column` (dk values) is the
+  /// cotangent of state column j after the steps [begin, end); from the
+  /// last step back, G_t[i] = q_t[i] dy_t[j] + H[i] (the cotangent of S_t)
+  /// and H[i] = conj(a_t[i]) G_t[i] (that of S_{t-1}); with `dv`,
+  /// dv_t[j] = sum_i Re(G_t[i]) k_t[i] written at each step. Returns the
+  /// cotangent of the state before the steps, then dv when given.
+  SmallVector<Value> reverseSweep(OpBuilder &b, Location l, ValueRange lead,
+                                  Value j, Value begin, Value end,
+                                  ValueRange column, Value dy, Value dv) const {
+    SmallVector<Value> carried(column);
+    if (dv)
+      carried.push_back(dv);
+    Value zero = indexConst(b, l, 0);
+    Value last = arith::SubIOp::create(b, l, end, indexConst(b, l, 1));
+    return buildLoop(
+        b, l, zero, arith::SubIOp::create(b, l, end, begin), carried,
+        [&](OpBuilder &tb, Location tl, ValueRange offset, ValueRange iter) {
+          Value t = arith::SubIOp::create(tb, tl, last, offset[0]);
+          SmallVector<Value> vIdx = concatIndices(lead, {t, j});
+          Value dyj = extractAt(tb, tl, dy, vIdx);
+          SmallVector<Value> next;
+          Value acc = zeroOf(tb, tl, elem);
+          for (int64_t i = 0; i < dk; ++i) {
+            SmallVector<Value> kIdx =
+                concatIndices(lead, {t, indexConst(tb, tl, i)});
+            Value g = add(tb, tl,
+                          toState(tb, tl,
+                                  arith::MulFOp::create(
+                                      tb, tl, extractAt(tb, tl, q, kIdx), dyj)),
+                          iter[i]);
+            next.push_back(
+                mul(tb, tl, conj(tb, tl, extractAt(tb, tl, a, kIdx)), g));
+            if (!dv)
+              continue;
+            Value gRe = re(tb, tl, g);
+            acc = arith::AddFOp::create(
+                tb, tl, acc,
+                arith::MulFOp::create(tb, tl, gRe, extractAt(tb, tl, k, kIdx)));
+          }
+          if (dv)
+            next.push_back(insertAt(tb, tl, acc, iter[dk], vIdx));
+          return next;
+        });
+  }
+
+  /// Column j of `tensor` (`[lead..., (chunk,) dk, dv]`) at `prefix`
+  /// (the leading indices, and the chunk), dk values; zeros without a
+  /// tensor.
+  SmallVector<Value> column(OpBuilder &b, Location l, Value tensor,
+                            ValueRange prefix, Value j) const {
+    SmallVector<Value> values;
+    for (int64_t i = 0; i < dk; ++i)
+      values.push_back(
+          tensor ? extractAt(b, l, tensor,
+                             concatIndices(prefix, {indexConst(b, l, i), j}))
+                 : zeroOf(b, l, stateElem));
+    return values;
+  }
+  Value writeColumn(OpBuilder &b, Location l, ValueRange values, Value tensor,
+                    ValueRange prefix, Value j) const {
+    for (auto [i, x] : llvm::enumerate(values))
+      tensor = insertAt(b, l, x, tensor,
+                        concatIndices(prefix, {indexConst(b, l, i), j}));
+    return tensor;
+  }
+
+  /// A nest over (leading index, chunk, column j) updating `init`, each
+  /// iteration's value from `body`.
+  Value
+  perChunkColumn(OpBuilder &rewriter, Location loc, Value init,
+                 function_ref<Value(OpBuilder &, Location, ValueRange lead,
+                                    Value c, Value j, Value arg)>
+                     body) const {
+    return buildNest(
+        rewriter, loc, nestSizes({chunks, sizes.dv}), init,
+        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+          return SmallVector<Value>{body(b, l, ivs.drop_back(2),
+                                         ivs[ivs.size() - 2], ivs.back(),
+                                         args[0])};
+        })[0];
+  }
+
+  /// The chunks' decay products A_c[i] = prod_t a_t[i], `[lead..., chunks,
+  /// dk]`: a thread per (leading index, chunk, key row).
+  Value decayProducts(OpBuilder &rewriter, Location loc) const {
+    return buildNest(
+        rewriter, loc, nestSizes({chunks, sizes.dk}),
+        emptyLike(rewriter, loc, typeOf({ShapedType::kDynamic, dk}),
+                  nestSizes({chunks, sizes.dk})),
+        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+          ValueRange lead = ivs.drop_back(2);
+          Value c = ivs[ivs.size() - 2], i = ivs.back();
+          auto [begin, end] = chunkSteps(b, l, c);
+          Value prod = buildLoop(
+              b, l, begin, end, toState(b, l, floatConst(b, l, elem, 1.0)),
+              [&](OpBuilder &tb, Location tl, ValueRange t, ValueRange iter) {
+                return SmallVector<Value>{
+                    mul(tb, tl, iter[0],
+                        extractAt(tb, tl, a, concatIndices(lead, {t[0], i})))};
+              })[0];
+          return SmallVector<Value>{insertAt(b, l, prod, args[0], ivs)};
+        })[0];
+  }
+
+  /// Each chunk's state from zero, `[lead..., chunks, dk, dv]`: a thread per
+  /// (leading index, chunk, column).
+  Value localStates(OpBuilder &rewriter, Location loc) const {
+    return perChunkColumn(
+        rewriter, loc,
+        emptyLike(rewriter, loc, chunkStateType(), chunkStateSizes()),
+        [&](OpBuilder &b, Location l, ValueRange lead, Value c, Value j,
+            Value out) {
+          auto [begin, end] = chunkSteps(b, l, c);
+          SmallVector<Value> state =
+              sweep(b, l, lead, j, begin, end, column(b, l, Value(), lead, j),
+                    Value());
+          return writeColumn(b, l, state, out, concatIndices(lead, {c}), j);
+        });
+  }
+
+  /// The states entering the chunks, E_0 = init (or 0), E_{c+1} = A_c E_c +
+  /// L_c (`decays` and `local` as above), `[lead..., chunks, dk, dv]`, and
+  /// the state after the last chunk written into `finalInit` (`[lead...,
+  /// dk, dv]`): a thread per (leading index, column).
+  std::pair<Value, Value> enteringStates(OpBuilder &rewriter, Location loc,
+                                         Value decays, Value local,
+                                         Value finalInit) const {
+    SmallVector<Value> carried = buildNest(
+        rewriter, loc, nestSizes({sizes.dv}),
+        {emptyLike(rewriter, loc, chunkStateType(), chunkStateSizes()),
+         finalInit},
+        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+          ValueRange lead = ivs.drop_back();
+          Value j = ivs.back();
+          SmallVector<Value> iterInit{args[0]};
+          llvm::append_range(iterInit, column(b, l, init, lead, j));
+          SmallVector<Value> swept = buildLoop(
+              b, l, indexConst(b, l, 0), chunks, iterInit,
+              [&](OpBuilder &cb, Location cl, ValueRange c, ValueRange iter) {
+                ValueRange entering = iter.drop_front();
+                SmallVector<Value> prefix = concatIndices(lead, {c[0]});
+                SmallVector<Value> next{
+                    writeColumn(cb, cl, entering, iter[0], prefix, j)};
+                SmallVector<Value> chunkState =
+                    column(cb, cl, local, prefix, j);
+                for (int64_t i = 0; i < dk; ++i) {
+                  Value decay =
+                      extractAt(cb, cl, decays,
+                                concatIndices(prefix, {indexConst(cb, cl, i)}));
+                  next.push_back(add(cb, cl, mul(cb, cl, decay, entering[i]),
+                                     chunkState[i]));
+                }
+                return next;
+              });
+          return SmallVector<Value>{
+              swept[0], writeColumn(b, l, ArrayRef<Value>(swept).drop_front(),
+                                    args[1], lead, j)};
+        });
+    return {carried[0], carried[1]};
+  }
+
+  Value q, k, v, a, init;
+  const GlaSizes &sizes;
+  Type elem, stateElem;
+  bool complexState;
+  SmallVector<int64_t> leadShape;
+  int64_t dk, dvStatic;
+  Value chunkLen, chunks;
+};
 
 struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
   GatedLinearAttentionToLoops(MLIRContext *context, bool columnThreads,
@@ -2336,13 +2613,22 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
           });
     };
 
-    if (!chunked && columnThreads) {
-      int64_t dk =
-          cast<RankedTensorType>(op.getQ().getType()).getShape().back();
-      int64_t registers =
-          (complexState ? 2 : 1) * (elem.getIntOrFloatBitWidth() <= 32 ? 1 : 2);
-      if (columnChunk <= 0 || ShapedType::isDynamic(dk) ||
-          dk * registers > kGlaColumnMaxRegisters) {
+    // The GPU's forms: the recurrent gla a column a thread, in chunks of
+    // columnChunk steps where its state column fits in registers; the
+    // chunked gla where its state column fits in registers the same way in
+    // chunks of its own chunk_size (the chunks' carries, each chunk's steps
+    // one after another: no exp or division of cumulative decays), and
+    // otherwise by GlaChunks a leading index a thread below.
+    int64_t dkStatic =
+        cast<RankedTensorType>(op.getQ().getType()).getShape().back();
+    int64_t registers =
+        (complexState ? 2 : 1) * (elem.getIntOrFloatBitWidth() <= 32 ? 1 : 2);
+    bool columnFits = !ShapedType::isDynamic(dkStatic) &&
+                      dkStatic * registers <= kGlaColumnMaxRegisters;
+    if (columnThreads && (!chunked || columnFits)) {
+      int64_t dk = dkStatic;
+      int64_t stepsPerChunk = chunked ? chunk : columnChunk;
+      if (stepsPerChunk <= 0 || !columnFits) {
         rewriter.replaceOp(op, buildColumns(rewriter, loc, op, sizes, yInit,
                                             stateInit, complexState));
         return success();
@@ -2356,21 +2642,20 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
           rewriter, loc,
           arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ugt,
                                 sizes.steps,
-                                indexConst(rewriter, loc, 2 * columnChunk)),
+                                indexConst(rewriter, loc, 2 * stepsPerChunk)),
           arith::CmpIOp::create(
               rewriter, loc, arith::CmpIPredicate::ult, columns,
               indexConst(rewriter, loc, kGlaColumnChunkMaxColumns)));
       auto branch = scf::IfOp::create(
           rewriter, loc, TypeRange{yInit.getType(), stateInit.getType()},
           inChunks, /*withElseRegion=*/true);
-      for (auto [block, chunk] :
-           {std::make_pair(branch.thenBlock(), columnChunk),
+      for (auto [block, steps] :
+           {std::make_pair(branch.thenBlock(), stepsPerChunk),
             std::make_pair(branch.elseBlock(), int64_t(0))}) {
         OpBuilder bb = OpBuilder::atBlockEnd(block);
         scf::YieldOp::create(bb, loc,
-                             buildRegisterColumns(bb, loc, op, sizes, dk, chunk,
-                                                  yInit, stateInit,
-                                                  complexState));
+                             buildRegisterColumns(bb, loc, op, sizes, dk, steps,
+                                                  yInit, stateInit));
       }
       rewriter.replaceOp(op, branch.getResults());
       return success();
@@ -2500,229 +2785,62 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
   /// with buildColumns to rounding. With `chunk` = 0, 4 alone over the
   /// whole sequence from the init (the same arithmetic as buildColumns in
   /// the same order, the state in registers instead of in memory), writing
-  /// the final state.
-  static SmallVector<Value>
-  buildRegisterColumns(OpBuilder &rewriter, Location loc,
-                       GatedLinearAttentionOp op, const GlaSizes &sizes,
-                       int64_t dk, int64_t chunk, Value yInit, Value stateInit,
-                       bool complexState) {
-    Type elem = cast<RankedTensorType>(op.getY().getType()).getElementType();
-    auto stateType = cast<RankedTensorType>(op.getState().getType());
-    Type stateElem = stateType.getElementType();
-    ArrayRef<int64_t> leadShape = stateType.getShape().drop_back(2);
-    int64_t dvStatic = stateType.getShape().back();
-    Value chunkLen = indexConst(rewriter, loc, chunk > 0 ? chunk : 1);
-    Value chunks = chunk > 0 ? arith::CeilDivUIOp::create(rewriter, loc,
-                                                          sizes.steps, chunkLen)
-                                   .getResult()
-                             : indexConst(rewriter, loc, 1);
-    auto typeOf = [&](ArrayRef<int64_t> tail) {
-      SmallVector<int64_t> shape(leadShape);
-      llvm::append_range(shape, tail);
-      return RankedTensorType::get(shape, stateElem);
-    };
-    auto nestSizes = [&](ValueRange tail) {
-      SmallVector<Value> ubs(sizes.lead);
-      llvm::append_range(ubs, tail);
-      return ubs;
-    };
-    // The steps [begin, end) of chunk `c`.
-    auto chunkSteps = [&](OpBuilder &b, Location l, Value c) {
-      Value begin = arith::MulIOp::create(b, l, c, chunkLen);
-      Value end = arith::MinUIOp::create(
-          b, l, arith::AddIOp::create(b, l, begin, chunkLen), sizes.steps);
-      return std::make_pair(begin, end);
-    };
-    // The state column `state` (dk values) of column j through the steps
-    // [begin, end), S_t[i] = a_t[i] S_{t-1}[i] + k_t[i] v_t[j], in the
-    // order of buildColumns; with `y`, y_t[j] written at each step. The
-    // loop runs over the offsets in the chunk, t = begin + offset, so that
-    // what a step writes is seen to depend on the chunk
-    // (recur-parallelize-loops then runs the chunks side by side). Returns
-    // the state, then y when given.
-    auto sweep = [&](OpBuilder &b, Location l, ValueRange lead, Value j,
-                     Value begin, Value end, ValueRange state,
-                     Value y) -> SmallVector<Value> {
-      SmallVector<Value> init(state);
-      if (y)
-        init.push_back(y);
-      Value zero = indexConst(b, l, 0);
-      return buildLoop(
-          b, l, zero, arith::SubIOp::create(b, l, end, begin), init,
-          [&](OpBuilder &tb, Location tl, ValueRange offset, ValueRange iter) {
-            Value t = arith::AddIOp::create(tb, tl, begin, offset[0]);
-            Value vt =
-                extractAt(tb, tl, op.getV(), concatIndices(lead, {t, j}));
-            SmallVector<Value> next;
-            Value acc = zeroOf(tb, tl, elem);
-            for (int64_t i = 0; i < dk; ++i) {
-              SmallVector<Value> kIdx =
-                  concatIndices(lead, {t, indexConst(tb, tl, i)});
-              Value kv = arith::MulFOp::create(
-                  tb, tl, extractAt(tb, tl, op.getK(), kIdx), vt);
-              if (complexState)
-                kv = complex::CreateOp::create(tb, tl, stateElem, kv,
-                                               zeroOf(tb, tl, elem));
-              Value s = add(
-                  tb, tl,
-                  mul(tb, tl, extractAt(tb, tl, op.getA(), kIdx), iter[i]), kv);
-              next.push_back(s);
-              if (!y)
-                continue;
-              Value sRe = complexState ? complex::ReOp::create(tb, tl, s) : s;
-              acc = arith::AddFOp::create(
-                  tb, tl, acc,
-                  arith::MulFOp::create(
-                      tb, tl, extractAt(tb, tl, op.getQ(), kIdx), sRe));
-            }
-            if (y)
-              next.push_back(
-                  insertAt(tb, tl, acc, iter[dk], concatIndices(lead, {t, j})));
-            return next;
-          });
-    };
-    // The state column j of `tensor` (`[lead..., (chunk,) dk, dv]`).
-    auto stateColumn = [&](OpBuilder &b, Location l, Value tensor,
-                           ValueRange prefix, Value j) {
-      SmallVector<Value> column;
-      for (int64_t i = 0; i < dk; ++i)
-        column.push_back(extractAt(
-            b, l, tensor, concatIndices(prefix, {indexConst(b, l, i), j})));
-      return column;
-    };
-    auto writeColumn = [&](OpBuilder &b, Location l, ValueRange column,
-                           Value tensor, ValueRange prefix, Value j) {
-      for (auto [i, x] : llvm::enumerate(column))
-        tensor = insertAt(b, l, x, tensor,
-                          concatIndices(prefix, {indexConst(b, l, i), j}));
-      return tensor;
-    };
-    auto initColumn = [&](OpBuilder &b, Location l, ValueRange lead,
-                          Value j) -> SmallVector<Value> {
-      if (op.getInit())
-        return stateColumn(b, l, op.getInit(), lead, j);
-      return SmallVector<Value>(dk, zeroOf(b, l, stateElem));
-    };
-
+  /// the final state. (1 to 3 are GlaRegisterChunks', shared with the
+  /// backward.)
+  static SmallVector<Value> buildRegisterColumns(OpBuilder &rewriter,
+                                                 Location loc,
+                                                 GatedLinearAttentionOp op,
+                                                 const GlaSizes &sizes,
+                                                 int64_t dk, int64_t chunk,
+                                                 Value yInit, Value stateInit) {
+    GlaRegisterChunks g(
+        rewriter, loc, op.getQ(), op.getK(), op.getV(), op.getA(), op.getInit(),
+        sizes, cast<RankedTensorType>(op.getState().getType()).getElementType(),
+        dk, chunk);
     if (chunk == 0) {
       // A thread a column, from the init over the whole sequence.
-      SmallVector<Value> results = buildNest(
-          rewriter, loc, nestSizes({sizes.dv}), {yInit, stateInit},
+      return buildNest(
+          rewriter, loc, g.nestSizes({sizes.dv}), {yInit, stateInit},
           [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
             ValueRange lead = ivs.drop_back();
             Value j = ivs.back();
             SmallVector<Value> swept =
-                sweep(b, l, lead, j, indexConst(b, l, 0), sizes.steps,
-                      initColumn(b, l, lead, j), args[0]);
+                g.sweep(b, l, lead, j, indexConst(b, l, 0), sizes.steps,
+                        g.column(b, l, op.getInit(), lead, j), args[0]);
             return SmallVector<Value>{
                 swept[dk],
-                writeColumn(b, l, ArrayRef<Value>(swept).take_front(dk),
-                            args[1], lead, j)};
+                g.writeColumn(b, l, ArrayRef<Value>(swept).take_front(dk),
+                              args[1], lead, j)};
           });
-      return results;
     }
-
-    // 1. The chunks' decay products.
-    Value decays = buildNest(
-        rewriter, loc, nestSizes({chunks, sizes.dk}),
-        emptyLike(rewriter, loc, typeOf({ShapedType::kDynamic, dk}),
-                  nestSizes({chunks, sizes.dk})),
-        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
-          ValueRange lead = ivs.drop_back(2);
-          Value c = ivs[ivs.size() - 2], i = ivs.back();
-          auto [begin, end] = chunkSteps(b, l, c);
-          Value one = floatConst(b, l, elem, 1.0);
-          if (complexState)
-            one = complex::CreateOp::create(b, l, stateElem, one,
-                                            zeroOf(b, l, elem));
-          Value prod = buildLoop(
-              b, l, begin, end, one,
-              [&](OpBuilder &tb, Location tl, ValueRange t, ValueRange iter) {
-                return SmallVector<Value>{
-                    mul(tb, tl, iter[0],
-                        extractAt(tb, tl, op.getA(),
-                                  concatIndices(lead, {t[0], i})))};
-              })[0];
-          return SmallVector<Value>{insertAt(b, l, prod, args[0], ivs)};
-        })[0];
-
-    // A nest over (leading index, chunk, column).
-    SmallVector<Value> chunkStateSizes =
-        nestSizes({chunks, sizes.dk, sizes.dv});
-    auto chunkStateType = typeOf({ShapedType::kDynamic, dk, dvStatic});
-    auto perChunkColumn =
-        [&](Value init,
-            function_ref<Value(OpBuilder &, Location, ValueRange lead, Value c,
-                               Value j, Value arg)>
-                body) {
-          return buildNest(
-              rewriter, loc, nestSizes({chunks, sizes.dv}), init,
-              [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
-                return SmallVector<Value>{body(b, l, ivs.drop_back(2),
-                                               ivs[ivs.size() - 2], ivs.back(),
-                                               args[0])};
-              })[0];
-        };
-
-    // 2. Each chunk's state from zero.
-    Value local = perChunkColumn(
-        emptyLike(rewriter, loc, chunkStateType, chunkStateSizes),
-        [&](OpBuilder &b, Location l, ValueRange lead, Value c, Value j,
-            Value out) {
-          auto [begin, end] = chunkSteps(b, l, c);
-          SmallVector<Value> state =
-              sweep(b, l, lead, j, begin, end,
-                    SmallVector<Value>(dk, zeroOf(b, l, stateElem)), Value());
-          return writeColumn(b, l, state, out, concatIndices(lead, {c}), j);
-        });
-
-    // 3. The states entering the chunks, and the final state.
-    SmallVector<Value> carried = buildNest(
-        rewriter, loc, nestSizes({sizes.dv}),
-        {emptyLike(rewriter, loc, chunkStateType, chunkStateSizes), stateInit},
-        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
-          ValueRange lead = ivs.drop_back();
-          Value j = ivs.back();
-          SmallVector<Value> init{args[0]};
-          llvm::append_range(init, initColumn(b, l, lead, j));
-          SmallVector<Value> swept = buildLoop(
-              b, l, indexConst(b, l, 0), chunks, init,
-              [&](OpBuilder &cb, Location cl, ValueRange c, ValueRange iter) {
-                ValueRange entering = iter.drop_front();
-                SmallVector<Value> next{writeColumn(
-                    cb, cl, entering, iter[0], concatIndices(lead, {c[0]}), j)};
-                SmallVector<Value> chunkState =
-                    stateColumn(cb, cl, local, concatIndices(lead, {c[0]}), j);
-                for (int64_t i = 0; i < dk; ++i) {
-                  Value decay = extractAt(
-                      cb, cl, decays,
-                      concatIndices(lead, {c[0], indexConst(cb, cl, i)}));
-                  next.push_back(add(cb, cl, mul(cb, cl, decay, entering[i]),
-                                     chunkState[i]));
-                }
-                return next;
-              });
-          return SmallVector<Value>{
-              swept[0], writeColumn(b, l, ArrayRef<Value>(swept).drop_front(),
-                                    args[1], lead, j)};
-        });
+    Value decays = g.decayProducts(rewriter, loc);
+    Value local = g.localStates(rewriter, loc);
+    std::pair<Value, Value> carried =
+        g.enteringStates(rewriter, loc, decays, local, stateInit);
 
     // 4. Each chunk from the state entering it, writing y.
-    Value y = perChunkColumn(yInit, [&](OpBuilder &b, Location l,
-                                        ValueRange lead, Value c, Value j,
-                                        Value out) {
-      auto [begin, end] = chunkSteps(b, l, c);
-      return sweep(b, l, lead, j, begin, end,
-                   stateColumn(b, l, carried[0], concatIndices(lead, {c}), j),
-                   out)[dk];
-    });
-    return {y, carried[1]};
+    Value y = g.perChunkColumn(
+        rewriter, loc, yInit,
+        [&](OpBuilder &b, Location l, ValueRange lead, Value c, Value j,
+            Value out) {
+          std::pair<Value, Value> steps = g.chunkSteps(b, l, c);
+          return g.sweep(
+              b, l, lead, j, steps.first, steps.second,
+              g.column(b, l, carried.first, concatIndices(lead, {c}), j),
+              out)[dk];
+        });
+    return {y, carried.second};
   }
 };
 
 /// State rows a step of the gla's reverse sweep goes through together (1,
 /// 2 and 4 measured 235, 240 and 215 ms on gla_bwd, docs/performance.md).
 constexpr int64_t kGlaGradRowBlock = 4;
+
+/// The most bytes of the states of a chunk's row that a thread of the
+/// gla backward's chunked form keeps (local memory on a GPU): 16 KiB at
+/// chunks of 64 and dv = 64 in f32.
+constexpr int64_t kGlaGradStashMaxBytes = 32 * 1024;
 
 /// The reverse sweep of a gla, per leading index (independent, tagged
 /// parallel), with the state kept at chunk boundaries:
@@ -2743,14 +2861,242 @@ constexpr int64_t kGlaGradRowBlock = 4;
 /// vectorize, and the products of the sweep may fuse with the sums they
 /// feed (`fastmath<contract>`: FMA). With `products`, a leading index whose
 /// real decays allow it takes the product form instead
-/// (GlaProducts.cpp), chosen per index when the kernel runs.
+/// (GlaProducts.cpp), chosen per index when the kernel runs. The GPU's
+/// (gla-column-threads with gla-column-chunk) goes in chunks over threads
+/// instead where its columns and rows fit in registers
+/// (buildRegisterChunks).
 struct GatedLinearAttentionGradToLoops
     : OpRewritePattern<GatedLinearAttentionGradOp> {
-  GatedLinearAttentionGradToLoops(MLIRContext *context, bool products)
-      : OpRewritePattern(context), products(products) {}
+  GatedLinearAttentionGradToLoops(MLIRContext *context, bool products,
+                                  bool columnThreads, int64_t columnChunk)
+      : OpRewritePattern(context), products(products),
+        columnThreads(columnThreads), columnChunk(columnChunk) {}
 
   /// Whether real decays take the product form where it applies.
   bool products;
+  /// With columnThreads and columnChunk > 0 (the GPU's), the chunks of
+  /// buildRegisterChunks where the state's rows and columns fit in
+  /// registers and a chunk's states of a row in kGlaGradStashMaxBytes.
+  bool columnThreads;
+  int64_t columnChunk;
+
+  /// The GPU's form (`gla-column-threads` with `gla-column-chunk` N > 0;
+  /// dk and dv static): in chunks of N steps, each piece a nest of
+  /// independent threads, the state's columns and rows in registers:
+  ///  1-3. the states entering the chunks E_c, as the forward's
+  ///       buildRegisterColumns computes them (GlaRegisterChunks: the
+  ///       chunks' decay products A_c, each chunk's state from zero, then
+  ///       the carries a thread per column);
+  ///  4. a thread per (leading index, chunk, column j): what the chunk's
+  ///     own outputs send back into the state before it, M_c[:, j]: from
+  ///     zero after the chunk's last step back to its first, G = q_t dy_t[j]
+  ///     + H, then H = conj(a_t) G;
+  ///  5. a thread per (leading index, column j): the cotangent H_c of the
+  ///     state after chunk c from the later chunks, H_last = dstate (or 0),
+  ///     H_{c-1} = conj(A_c) H_c + M_c, and dinit = conj(A_0) H_0 + M_0;
+  ///  6. a thread per (leading index, chunk, key row i), the state's row in
+  ///     registers: forward from E_c[i, :], each step's state before it
+  ///     kept in the thread's own `[N, dv]` buffer (local memory on a GPU),
+  ///     dq_t[i] = sum_j Re(S_t[i, j]) dy_t[j]; then back from H_c[i, :],
+  ///     G = q_t[i] dy_t + H, dk_t[i] = sum_j Re(G_j) v_t[j], da_t[i] =
+  ///     sum_j G_j conj(S_{t-1}[i, j]), H = conj(a_t[i]) G;
+  ///  7. a thread per (leading index, chunk, column j): back from H_c[:, j]
+  ///     the same way, dv_t[j] = sum_i Re(G_i) k_t[i].
+  /// Each sum runs in increasing index from zero, as the sweep's; the
+  /// carries across chunks are reassociated, so results agree with the
+  /// sweep to rounding. The sweep's one thread per leading index becomes
+  /// threads over chunks and rows or columns: at T = 4096, N = 64 and
+  /// dk = dv = 64, 4096 per leading index in each of the widest nests.
+  /// What each chunk sends back goes into the buffer of the chunks' own
+  /// states, dead by then (four `[lead..., chunks, dk, dv]` buffers would
+  /// otherwise be live at once).
+  SmallVector<Value> buildRegisterChunks(PatternRewriter &rewriter,
+                                         Location loc,
+                                         GatedLinearAttentionGradOp op,
+                                         const GlaSizes &sizes, int64_t dk,
+                                         int64_t dv, ValueRange inits) const {
+    auto stateType = cast<RankedTensorType>(op.getDstate().getType());
+    Type stateElem = stateType.getElementType();
+    GlaRegisterChunks g(rewriter, loc, op.getQ(), op.getK(), op.getV(),
+                        op.getA(), op.getInit(), sizes, stateElem, dk,
+                        columnChunk);
+    Type elem = g.elem;
+    Value dqInit = inits[0], dkInit = inits[1], dvInit = inits[2],
+          daInit = inits[3], dinitInit = inits[4];
+
+    // 1-3. The states entering the chunks (the final state is not needed).
+    Value decays = g.decayProducts(rewriter, loc);
+    Value local = g.localStates(rewriter, loc);
+    Value entering =
+        g.enteringStates(rewriter, loc, decays, local,
+                         emptyLike(rewriter, loc, stateType,
+                                   g.nestSizes(ValueRange{sizes.dk, sizes.dv})))
+            .first;
+
+    // 4. What each chunk sends back into the state before it (into
+    // `local`'s buffer: every element is written).
+    Value sent = g.perChunkColumn(
+        rewriter, loc, local,
+        [&](OpBuilder &b, Location l, ValueRange lead, Value c, Value j,
+            Value out) {
+          std::pair<Value, Value> steps = g.chunkSteps(b, l, c);
+          SmallVector<Value> h = g.reverseSweep(
+              b, l, lead, j, steps.first, steps.second,
+              g.column(b, l, Value(), lead, j), op.getDy(), Value());
+          return g.writeColumn(b, l, h, out, concatIndices(lead, {c}), j);
+        });
+
+    // 5. The cotangents of the states after the chunks, from the later
+    // ones, and dinit.
+    SmallVector<Value> carried = buildNest(
+        rewriter, loc, g.nestSizes({sizes.dv}),
+        {emptyLike(rewriter, loc, g.chunkStateType(), g.chunkStateSizes()),
+         dinitInit},
+        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+          ValueRange lead = ivs.drop_back();
+          Value j = ivs.back();
+          Value lastChunk =
+              arith::SubIOp::create(b, l, g.chunks, indexConst(b, l, 1));
+          SmallVector<Value> iterInit{args[0]};
+          llvm::append_range(iterInit, g.column(b, l, op.getDstate(), lead, j));
+          SmallVector<Value> swept = buildLoop(
+              b, l, indexConst(b, l, 0), g.chunks, iterInit,
+              [&](OpBuilder &cb, Location cl, ValueRange cc, ValueRange iter) {
+                Value c = arith::SubIOp::create(cb, cl, lastChunk, cc[0]);
+                SmallVector<Value> prefix = concatIndices(lead, {c});
+                ValueRange later = iter.drop_front();
+                SmallVector<Value> next{
+                    g.writeColumn(cb, cl, later, iter[0], prefix, j)};
+                SmallVector<Value> own = g.column(cb, cl, sent, prefix, j);
+                for (int64_t i = 0; i < dk; ++i) {
+                  Value decay =
+                      extractAt(cb, cl, decays,
+                                concatIndices(prefix, {indexConst(cb, cl, i)}));
+                  next.push_back(
+                      add(cb, cl, mul(cb, cl, g.conj(cb, cl, decay), later[i]),
+                          own[i]));
+                }
+                return next;
+              });
+          return SmallVector<Value>{
+              swept[0], g.writeColumn(b, l, ArrayRef<Value>(swept).drop_front(),
+                                      args[1], lead, j)};
+        });
+    Value later = carried[0];
+
+    // 6. A thread per (leading index, chunk, key row): dq, dk and da.
+    auto stashType = RankedTensorType::get({columnChunk, dv}, stateElem);
+    SmallVector<Value> rows = buildNest(
+        rewriter, loc, g.nestSizes({g.chunks, sizes.dk}),
+        {dqInit, dkInit, daInit},
+        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+          ValueRange lead = ivs.drop_back(2);
+          Value c = ivs[ivs.size() - 2], i = ivs.back();
+          std::pair<Value, Value> steps = g.chunkSteps(b, l, c);
+          Value begin = steps.first;
+          Value len = arith::SubIOp::create(b, l, steps.second, begin);
+          Value zero = indexConst(b, l, 0);
+          // Row i at chunk c of a `[lead..., chunks, dk, dv]` tensor.
+          auto row = [&](Value tensor) {
+            SmallVector<Value> values;
+            for (int64_t j = 0; j < dv; ++j)
+              values.push_back(
+                  extractAt(b, l, tensor,
+                            concatIndices(lead, {c, i, indexConst(b, l, j)})));
+            return values;
+          };
+          // Forward: the states before each step into the stash, dq.
+          SmallVector<Value> forwardInit{args[0],
+                                         privateScratch(b, l, stashType, {})};
+          llvm::append_range(forwardInit, row(entering));
+          SmallVector<Value> forward = buildLoop(
+              b, l, zero, len, forwardInit,
+              [&](OpBuilder &tb, Location tl, ValueRange m, ValueRange iter) {
+                Value t = arith::AddIOp::create(tb, tl, begin, m[0]);
+                SmallVector<Value> kIdx = concatIndices(lead, {t, i});
+                Value at = extractAt(tb, tl, op.getA(), kIdx);
+                Value kt = extractAt(tb, tl, op.getK(), kIdx);
+                Value stash = iter[1];
+                Value acc = zeroOf(tb, tl, elem);
+                SmallVector<Value> next(iter);
+                for (int64_t j = 0; j < dv; ++j) {
+                  Value jc = indexConst(tb, tl, j);
+                  SmallVector<Value> vIdx = concatIndices(lead, {t, jc});
+                  Value prev = iter[2 + j];
+                  stash = insertAt(tb, tl, prev, stash, ValueRange{m[0], jc});
+                  Value kv = g.toState(
+                      tb, tl,
+                      arith::MulFOp::create(
+                          tb, tl, kt, extractAt(tb, tl, op.getV(), vIdx)));
+                  Value s = add(tb, tl, mul(tb, tl, at, prev), kv);
+                  Value sRe = g.re(tb, tl, s);
+                  acc = arith::AddFOp::create(
+                      tb, tl, acc,
+                      arith::MulFOp::create(
+                          tb, tl, sRe, extractAt(tb, tl, op.getDy(), vIdx)));
+                  next[2 + j] = s;
+                }
+                next[0] = insertAt(tb, tl, acc, iter[0], kIdx);
+                next[1] = stash;
+                return next;
+              });
+          Value stash = forward[1];
+          // Back: dk and da.
+          SmallVector<Value> backInit{args[1], args[2]};
+          llvm::append_range(backInit, row(later));
+          Value lastOffset =
+              arith::SubIOp::create(b, l, len, indexConst(b, l, 1));
+          SmallVector<Value> back = buildLoop(
+              b, l, zero, len, backInit,
+              [&](OpBuilder &tb, Location tl, ValueRange mm, ValueRange iter) {
+                Value m = arith::SubIOp::create(tb, tl, lastOffset, mm[0]);
+                Value t = arith::AddIOp::create(tb, tl, begin, m);
+                SmallVector<Value> kIdx = concatIndices(lead, {t, i});
+                Value qt = extractAt(tb, tl, op.getQ(), kIdx);
+                Value at = g.conj(tb, tl, extractAt(tb, tl, op.getA(), kIdx));
+                Value dkAcc = zeroOf(tb, tl, elem);
+                Value daAcc = zeroOf(tb, tl, stateElem);
+                SmallVector<Value> next(iter);
+                for (int64_t j = 0; j < dv; ++j) {
+                  Value jc = indexConst(tb, tl, j);
+                  SmallVector<Value> vIdx = concatIndices(lead, {t, jc});
+                  Value grad =
+                      add(tb, tl,
+                          g.toState(tb, tl,
+                                    arith::MulFOp::create(
+                                        tb, tl, qt,
+                                        extractAt(tb, tl, op.getDy(), vIdx))),
+                          iter[2 + j]);
+                  Value gradRe = g.re(tb, tl, grad);
+                  dkAcc = arith::AddFOp::create(
+                      tb, tl, dkAcc,
+                      arith::MulFOp::create(
+                          tb, tl, gradRe, extractAt(tb, tl, op.getV(), vIdx)));
+                  Value before = extractAt(tb, tl, stash, ValueRange{m, jc});
+                  daAcc = add(tb, tl, daAcc,
+                              mul(tb, tl, grad, g.conj(tb, tl, before)));
+                  next[2 + j] = mul(tb, tl, at, grad);
+                }
+                next[0] = insertAt(tb, tl, dkAcc, iter[0], kIdx);
+                next[1] = insertAt(tb, tl, daAcc, iter[1], kIdx);
+                return next;
+              });
+          return SmallVector<Value>{forward[0], back[0], back[1]};
+        });
+
+    // 7. A thread per (leading index, chunk, column): dv.
+    Value dvOut = g.perChunkColumn(
+        rewriter, loc, dvInit,
+        [&](OpBuilder &b, Location l, ValueRange lead, Value c, Value j,
+            Value out) {
+          std::pair<Value, Value> steps = g.chunkSteps(b, l, c);
+          return g.reverseSweep(
+              b, l, lead, j, steps.first, steps.second,
+              g.column(b, l, later, concatIndices(lead, {c}), j), op.getDy(),
+              out)[dk];
+        });
+    return {rows[0], rows[1], dvOut, rows[2], carried[1]};
+  }
 
   LogicalResult matchAndRewrite(GatedLinearAttentionGradOp op,
                                 PatternRewriter &rewriter) const override {
@@ -2770,6 +3116,27 @@ struct GatedLinearAttentionGradToLoops
     SmallVector<Value> lead(ArrayRef<Value>(qSizes).drop_back(2));
     Value steps = qSizes[rank - 2], dk = qSizes[rank - 1],
           dv = vSizes[rank - 1];
+    SmallVector<Value> stateSizes = concatIndices(lead, ValueRange{dk, dv});
+    Value dqInit = emptyLike(rewriter, loc, qType, qSizes);
+    Value dkInit = emptyLike(rewriter, loc, qType, qSizes);
+    Value dvInit = emptyLike(rewriter, loc, vType, vSizes);
+    Value daInit = emptyLike(rewriter, loc, aType, qSizes);
+    Value dinitInit = emptyLike(rewriter, loc, stateType, stateSizes);
+    int64_t dkStatic = qType.getShape().back();
+    int64_t dvStatic = vType.getShape().back();
+    int64_t partBytes = elem.getIntOrFloatBitWidth() <= 32 ? 4 : 8;
+    int64_t elemBytes = (complexState ? 2 : 1) * partBytes;
+    if (columnThreads && columnChunk > 0 && !ShapedType::isDynamic(dkStatic) &&
+        !ShapedType::isDynamic(dvStatic) &&
+        dkStatic * elemBytes / 4 <= kGlaColumnMaxRegisters &&
+        dvStatic * elemBytes / 4 <= kGlaColumnMaxRegisters &&
+        columnChunk * dvStatic * elemBytes <= kGlaGradStashMaxBytes) {
+      GlaSizes sizes{lead, steps, dk, dv};
+      rewriter.replaceOp(
+          op, buildRegisterChunks(rewriter, loc, op, sizes, dkStatic, dvStatic,
+                                  {dqInit, dkInit, dvInit, daInit, dinitInit}));
+      return success();
+    }
     // affine.apply, which recur-workspace-bound bounds (arith.ceildivui it
     // cannot).
     Value chunks = affine::AffineApplyOp::create(
@@ -2777,12 +3144,6 @@ struct GatedLinearAttentionGradToLoops
         AffineMap::get(
             0, 1, getAffineSymbolExpr(0, rewriter.getContext()).ceilDiv(chunk)),
         ValueRange{steps});
-    SmallVector<Value> stateSizes = concatIndices(lead, ValueRange{dk, dv});
-    Value dqInit = emptyLike(rewriter, loc, qType, qSizes);
-    Value dkInit = emptyLike(rewriter, loc, qType, qSizes);
-    Value dvInit = emptyLike(rewriter, loc, vType, vSizes);
-    Value daInit = emptyLike(rewriter, loc, aType, qSizes);
-    Value dinitInit = emptyLike(rewriter, loc, stateType, stateSizes);
     auto stackType = RankedTensorType::get(
         {ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic},
         stateElem);
@@ -3067,7 +3428,7 @@ void mlir::recur::loops::populateScanPatterns(
                                   scanSpreadChunk, scanWarps, emulateWarps);
   patterns.add<GatedLinearAttentionToLoops>(
       patterns.getContext(), glaColumnThreads, glaColumnChunk, glaProducts);
-  patterns.add<GatedLinearAttentionGradToLoops>(patterns.getContext(),
-                                                glaProducts);
+  patterns.add<GatedLinearAttentionGradToLoops>(
+      patterns.getContext(), glaProducts, glaColumnThreads, glaColumnChunk);
   patterns.add<ScanToLoops>(patterns.getContext());
 }
