@@ -1743,6 +1743,32 @@ TEST(ReferenceLowering, WindowAttention) {
        dflt,
        dflt,
        {}},
+      // Biases in the one-pass backward's other corners: ALiBi with groups
+      // of queries, several runs of 64 positions and a batch, the first
+      // query seeing no key; T5 with three leading dimensions over a block
+      // band.
+      {"token band, alibi, groups of queries, the first sees no key",
+       {2, 2},
+       150,
+       130,
+       0,
+       false,
+       BiasKind::Alibi,
+       0,
+       dflt,
+       dflt,
+       {}},
+      {"block band, t5, three leading dimensions",
+       {2, 1, 2},
+       70,
+       8,
+       4,
+       false,
+       BiasKind::T5,
+       0,
+       6,
+       12,
+       {}},
       // Logits up to 240 in magnitude: exp of the largest unshifted would
       // overflow f32, and the one-pass form's rescaling of its sums by
       // exp(m - s) when a larger logit arrives can underflow to 0.
@@ -1912,8 +1938,8 @@ func.func @f(%q: $Q, %k: $Q, %v: $V, %dy: $V $BIASARG $CACHEARG)
                                {"VC", ty(vcShape, f)}});
       std::vector<HostTensor> grads = runLowered(gradSrc, gradArgs);
       ASSERT_EQ(grads.size(), wrt.size());
-      // The GPU pipeline's form (without a bias: passes a thread a query or
-      // a key; with one, the same fused tiles as above).
+      // The GPU pipeline's form: passes a thread a query or a key, with a
+      // bias its cotangent summed from each query's row of a partial.
       std::vector<HostTensor> onePassGrads = runLowered(
           gradSrc, gradArgs, "convert-recur-to-loops{window-one-pass}");
       ASSERT_EQ(onePassGrads.size(), wrt.size());

@@ -89,8 +89,8 @@ CompileOptions::CompileOptions(cl::OptionCategory &category)
                    "static (d + dv at most 160 values of 32 bits) goes in "
                    "one pass over each query's keys, a query a thread, its "
                    "sums in registers (an online softmax), and its backward "
-                   "without a bias (2 d + dv at most 192) a thread a query "
-                   "or key row; =false: a query row at a time with its "
+                   "(2 d + dv at most 192) a thread a query or key row, a "
+                   "bias's cotangent from per-query partials; =false: a query row at a time with its "
                    "logits in a scratch row, and the backward's fused "
                    "tiles, the forms before it (default on; --target=cuda "
                    "only)"),

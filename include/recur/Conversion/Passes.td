@@ -247,10 +247,13 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "may see 128 keys or more walk the union of the ranges of their "
            "aligned group of 32 together, each skipping the keys outside its "
            "own, so that a warp reads the same rows at once; and a "
-           "window_attention_grad without a bias whose channels are static, "
+           "window_attention_grad whose channels are static, "
            "2 d + dv at most 192 such values, in passes a thread a "
-           "query (the softmax's statistics, then dq) and a thread a key row "
-           "(dv, then dk), every sum in registers (the GPU's form; sums "
+           "query (the softmax's statistics, then dq, and its row of the "
+           "bias's cotangent) and a thread a key row (dv, then dk), their "
+           "sums in registers (a T5 table's row in memory, a bucket's run of "
+           "keys written once), the bias's cotangent then summed over runs "
+           "of 64 positions and over those by head (the GPU's form; sums "
            "reassociated, so results agree with the other forms to "
            "rounding)">,
     Option<"attentionProducts", "attention-products", "bool",

@@ -21,8 +21,9 @@
 //
 // The GPU's forms (window-one-pass): window_attention a query a thread in
 // one pass over its keys, an online softmax with its sums in registers; and
-// window_attention_grad without a bias in passes a thread a query (the
-// softmax's statistics, dq) and a thread a key row (dv, dk).
+// window_attention_grad in passes a thread a query (the softmax's
+// statistics, dq, its part of a bias's cotangent) and a thread a key row
+// (dv, dk), then the bias's cotangent summed over the queries' parts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -544,6 +545,26 @@ constexpr int64_t kOnePassGradMaxRegisters = 192;
 /// the same row at once.
 constexpr int64_t kOnePassGroup = 32;
 constexpr int64_t kOnePassGroupMinKeys = 128;
+/// Query positions the one-pass backward's bias cotangent sums together
+/// first, a thread per run (then a thread per head and bucket sums the
+/// runs).
+constexpr int64_t kBiasGradRun = 64;
+
+/// A nest of loops one after another (not independent: `body` may
+/// accumulate into what it carries) from 0 to each of `ubs`.
+SmallVector<Value> buildSerialNest(OpBuilder &b, Location loc, ValueRange ubs,
+                                   ValueRange iterArgs, LoopBody body,
+                                   SmallVector<Value> ivs = {}) {
+  if (ubs.empty())
+    return body(b, loc, ivs, iterArgs);
+  return buildLoop(
+      b, loc, indexConst(b, loc, 0), ubs.front(), iterArgs,
+      [&](OpBuilder &nb, Location l, ValueRange iv, ValueRange args) {
+        SmallVector<Value> inner(ivs);
+        inner.push_back(iv[0]);
+        return buildSerialNest(nb, l, ubs.drop_front(), args, body, inner);
+      });
+}
 
 /// The `n` elements of row `row` of `tensor` (`[lead..., rows, n]`).
 SmallVector<Value> rowOf(OpBuilder &b, Location l, Value tensor,
@@ -832,8 +853,8 @@ struct WindowAttentionOnePassToLoops : OpRewritePattern<WindowAttentionOp> {
   }
 };
 
-/// recur.window_attention_grad without a bias in passes a thread a query
-/// or a key (the GPU's form, `window-one-pass`), every sum in registers:
+/// recur.window_attention_grad in passes a thread a query or a key (the
+/// GPU's form, `window-one-pass`), every sum in registers:
 ///   1. a thread a query p: over its keys, the online softmax's largest
 ///      logit m_p and sum of weights l_p, and D_p = sum_r P_r dP_r (dP_r =
 ///      dy_p . v_r) rescaled along with l_p; then over its keys again, with
@@ -843,13 +864,20 @@ struct WindowAttentionOnePassToLoops : OpRewritePattern<WindowAttentionOp> {
 ///   2. a thread a key row r (cache rows first): over the queries that see
 ///      it (OnePassWindow::queryRange), dv_r = sum_p P_pr dy_p;
 ///   3. a thread a key row r: dk_r = scale sum_p dS_pr q_p.
+/// The logits include the bias. Its cotangent (a t5 table's or alibi's
+/// slopes) sums over every pair of a head: in 1, each query p sums its
+/// keys' dS_r (times -delta for alibi) into its own element of a partial,
+/// or for t5 its own row, a bucket's keys (one run of them: the buckets
+/// never rise along the walk) summed in a register and written once;
+/// reduceBiasGrad then sums the partial in runs of kBiasGradRun positions
+/// and the runs by head (and bucket). The t5 row's writes are the loops'
+/// only sums in memory, and alibi's sum one register more than 2 d + dv.
 /// The loops carry at most 2 d + dv values (3's key and value rows and its
 /// dk_r). Where a query may see kOnePassGroupMinKeys keys or more, the
 /// threads of an aligned group of kOnePassGroup walk the union of their
 /// ranges together, each skipping the positions outside its own, as in the
-/// forward. A bias (whose cotangent sums over every pair of a head),
-/// channels that are not static, or more than kOnePassGradMaxRegisters,
-/// leave the op to WindowAttentionGradToLoops.
+/// forward. Channels that are not static, or more than
+/// kOnePassGradMaxRegisters, leave the op to WindowAttentionGradToLoops.
 struct WindowAttentionGradOnePassToLoops
     : OpRewritePattern<WindowAttentionGradOp> {
   explicit WindowAttentionGradOnePassToLoops(MLIRContext *context)
@@ -857,8 +885,6 @@ struct WindowAttentionGradOnePassToLoops
 
   LogicalResult matchAndRewrite(WindowAttentionGradOp op,
                                 PatternRewriter &rewriter) const override {
-    if (op.getBias())
-      return rewriter.notifyMatchFailure(op, "has a bias");
     auto channels = onePassChannels(rewriter, op, 2, kOnePassGradMaxRegisters);
     if (failed(channels))
       return failure();
@@ -872,14 +898,40 @@ struct WindowAttentionGradOnePassToLoops
     auto statsType = RankedTensorType::get(qType.getShape().drop_back(), elem);
     Value negInf = floatConst(rewriter, loc, elem,
                               -std::numeric_limits<double>::infinity());
+    BiasKind biasKind = op.getBiasKind();
+    int64_t buckets = op.getNumBuckets() ? op.getNumBucketsAttr().getInt() : 32;
+    int64_t maxDistance =
+        op.getMaxDistance() ? op.getMaxDistanceAttr().getInt() : 128;
+    // The logit of query p and key row r: scale (q_p . k_r) + the bias.
+    auto biased = [&](OpBuilder &b, Location l, Value logit, ValueRange lead,
+                      Value p, Value r) -> Value {
+      if (biasKind == BiasKind::None)
+        return logit;
+      return arith::AddFOp::create(
+          b, l, logit, windowBias(b, l, op, lead, p, w.cacheLen, r));
+    };
+    // The bias's cotangent per query: [lead..., T, buckets] (t5) or
+    // [lead..., T] (alibi), each query's row its own thread's.
+    SmallVector<Value> partialSizes(querySizes);
+    SmallVector<int64_t> partialShape(qType.getShape().drop_back());
+    if (biasKind == BiasKind::T5) {
+      partialSizes.push_back(indexConst(rewriter, loc, buckets));
+      partialShape.push_back(buckets);
+    }
+    auto partialType = RankedTensorType::get(partialShape, elem);
 
-    // 1. A thread a query: m_p, 1 / l_p, D_p and dq_p.
+    // 1. A thread a query: m_p, 1 / l_p, D_p and dq_p (and its part of the
+    // bias's cotangent).
+    SmallVector<Value> perQueryInit{
+        emptyLike(rewriter, loc, qType, w.qSizes),
+        emptyLike(rewriter, loc, statsType, querySizes),
+        emptyLike(rewriter, loc, statsType, querySizes),
+        emptyLike(rewriter, loc, statsType, querySizes)};
+    if (biasKind != BiasKind::None)
+      perQueryInit.push_back(
+          emptyLike(rewriter, loc, partialType, partialSizes));
     SmallVector<Value> perQuery = buildNest(
-        rewriter, loc, querySizes,
-        {emptyLike(rewriter, loc, qType, w.qSizes),
-         emptyLike(rewriter, loc, statsType, querySizes),
-         emptyLike(rewriter, loc, statsType, querySizes),
-         emptyLike(rewriter, loc, statsType, querySizes)},
+        rewriter, loc, querySizes, perQueryInit,
         [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
           ValueRange lead = ivs.drop_back();
           Value p = ivs.back();
@@ -890,9 +942,11 @@ struct WindowAttentionGradOnePassToLoops
           Value oneF = floatConst(b, l, elem, 1.0);
           // The logit and dP of key row r.
           auto logitAndDp = [&](OpBuilder &kb, Location kl, Value r) {
+            Value s = biased(
+                kb, kl, w.logit(kb, kl, qs, rowOf(kb, kl, w.keys, lead, r, d)),
+                lead, p, r);
             return std::make_pair(
-                w.logit(kb, kl, qs, rowOf(kb, kl, w.keys, lead, r, d)),
-                dotOf(kb, kl, dys, rowOf(kb, kl, w.values, lead, r, dv)));
+                s, dotOf(kb, kl, dys, rowOf(kb, kl, w.values, lead, r, dv)));
           };
           SmallVector<Value> stats = buildLoop(
               b, l, keyWalk.from, keyWalk.to, ValueRange{negInf, zeroF, zeroF},
@@ -912,8 +966,30 @@ struct WindowAttentionGradOnePassToLoops
           Value invL = arith::SelectOp::create(
               b, l, seen, arith::DivFOp::create(b, l, oneF, stats[1]), zeroF);
           Value dSum = arith::MulFOp::create(b, l, stats[2], invL);
+          SmallVector<Value> at = concatIndices(lead, ValueRange{p});
+          // dq, then the bias's cotangent: for t5 this query's row of the
+          // partial (zeroed here), the bucket of the keys' current run and
+          // their sum of dS, written to the row when the bucket changes
+          // (buckets never rise as r does, so each bucket's keys are one
+          // run, written once; the first write, of bucket 0's zero, is
+          // harmless); for alibi the sum of -delta dS.
+          SmallVector<Value> dqInit(d, zeroF);
+          if (biasKind == BiasKind::T5)
+            llvm::append_values(
+                dqInit,
+                buildLoop(b, l, indexConst(b, l, 0), indexConst(b, l, buckets),
+                          ValueRange{args[4]},
+                          [&](OpBuilder &zb, Location zl, ValueRange bucket,
+                              ValueRange iter) {
+                            return SmallVector<Value>{insertAt(
+                                zb, zl, zeroF, iter[0],
+                                concatIndices(at, ValueRange{bucket[0]}))};
+                          })[0],
+                indexConst(b, l, 0), zeroF);
+          else if (biasKind == BiasKind::Alibi)
+            dqInit.push_back(zeroF);
           SmallVector<Value> dq = buildLoop(
-              b, l, keyWalk.from, keyWalk.to, SmallVector<Value>(d, zeroF),
+              b, l, keyWalk.from, keyWalk.to, dqInit,
               [&](OpBuilder &kb, Location kl, ValueRange r, ValueRange iter) {
                 auto [s, dp] = logitAndDp(kb, kl, r[0]);
                 Value prob = arith::MulFOp::create(
@@ -923,23 +999,63 @@ struct WindowAttentionGradOnePassToLoops
                     invL);
                 if (Value visible = w.inOwnRange(kb, kl, keyWalk, r[0]))
                   prob = arith::SelectOp::create(kb, kl, visible, prob, zeroF);
-                Value ds = arith::MulFOp::create(
-                    kb, kl, w.scale,
-                    arith::MulFOp::create(
-                        kb, kl, prob, arith::SubFOp::create(kb, kl, dp, dSum)));
+                Value dsLogit = arith::MulFOp::create(
+                    kb, kl, prob, arith::SubFOp::create(kb, kl, dp, dSum));
+                Value ds = arith::MulFOp::create(kb, kl, w.scale, dsLogit);
                 SmallVector<Value> ks = rowOf(kb, kl, w.keys, lead, r[0], d);
                 SmallVector<Value> next;
                 for (int64_t e = 0; e < d; ++e)
                   next.push_back(arith::AddFOp::create(
                       kb, kl, iter[e],
                       arith::MulFOp::create(kb, kl, ds, ks[e])));
+                if (biasKind == BiasKind::None)
+                  return next;
+                // delta = p - (r - C); a key outside the thread's own range
+                // (dS = 0 there) may have one below 0, which counts as 0.
+                Value delta = arith::SubIOp::create(
+                    kb, kl, arith::AddIOp::create(kb, kl, p, w.cacheLen), r[0]);
+                if (biasKind == BiasKind::T5) {
+                  Value bucket =
+                      buildT5Bucket(kb, kl, delta, buckets, maxDistance);
+                  Value changed = arith::CmpIOp::create(
+                      kb, kl, arith::CmpIPredicate::ne, bucket, iter[d + 1]);
+                  auto flush =
+                      scf::IfOp::create(kb, kl, iter[d].getType(), changed,
+                                        /*withElseRegion=*/true);
+                  OpBuilder tb = OpBuilder::atBlockEnd(flush.thenBlock());
+                  scf::YieldOp::create(
+                      tb, kl,
+                      insertAt(tb, kl, iter[d + 2], iter[d],
+                               concatIndices(at, ValueRange{iter[d + 1]})));
+                  OpBuilder eb = OpBuilder::atBlockEnd(flush.elseBlock());
+                  scf::YieldOp::create(eb, kl, iter[d]);
+                  llvm::append_values(
+                      next, flush.getResult(0), bucket,
+                      arith::SelectOp::create(
+                          kb, kl, changed, dsLogit,
+                          arith::AddFOp::create(kb, kl, iter[d + 2], dsLogit)));
+                } else {
+                  // d(-slope delta) / d slope = -delta.
+                  next.push_back(arith::AddFOp::create(
+                      kb, kl, iter[d],
+                      arith::MulFOp::create(
+                          kb, kl, dsLogit,
+                          arith::NegFOp::create(
+                              kb, kl, indexToFloat(kb, kl, delta, elem)))));
+                }
                 return next;
               });
-          SmallVector<Value> at = concatIndices(lead, ValueRange{p});
-          return SmallVector<Value>{insertRow(b, l, dq, args[0], lead, p),
-                                    insertAt(b, l, m, args[1], at),
-                                    insertAt(b, l, invL, args[2], at),
-                                    insertAt(b, l, dSum, args[3], at)};
+          SmallVector<Value> out{
+              insertRow(b, l, ArrayRef<Value>(dq).take_front(d), args[0], lead,
+                        p),
+              insertAt(b, l, m, args[1], at), insertAt(b, l, invL, args[2], at),
+              insertAt(b, l, dSum, args[3], at)};
+          if (biasKind == BiasKind::T5)
+            out.push_back(insertAt(b, l, dq[d + 2], dq[d],
+                                   concatIndices(at, ValueRange{dq[d + 1]})));
+          else if (biasKind == BiasKind::Alibi)
+            out.push_back(insertAt(b, l, dq[d], args[4], at));
+          return out;
         });
     Value mOf = perQuery[1], invLOf = perQuery[2], dSumOf = perQuery[3];
 
@@ -970,9 +1086,10 @@ struct WindowAttentionGradOnePassToLoops
                   SmallVector<Value> at = concatIndices(lead, ValueRange{p[0]});
                   SmallVector<Value> qs =
                       rowOf(pb, pl, op.getQ(), lead, p[0], d);
-                  Value shifted =
-                      arith::SubFOp::create(pb, pl, w.logit(pb, pl, qs, ks),
-                                            extractAt(pb, pl, mOf, at));
+                  Value shifted = arith::SubFOp::create(
+                      pb, pl,
+                      biased(pb, pl, w.logit(pb, pl, qs, ks), lead, p[0], r),
+                      extractAt(pb, pl, mOf, at));
                   Value prob = arith::MulFOp::create(
                       pb, pl, math::ExpOp::create(pb, pl, shifted),
                       extractAt(pb, pl, invLOf, at));
@@ -1034,10 +1151,73 @@ struct WindowAttentionGradOnePassToLoops
     std::tie(dkGrad, dkCacheGrad) = keyRowsPass(
         empty(op.getK()), empty(op.getKCache()), d, /*forKeys=*/true);
     SmallVector<Value> results{perQuery[0], dkGrad, dvGrad};
+    if (biasKind != BiasKind::None)
+      results.push_back(reduceBiasGrad(rewriter, loc, op, perQuery[4],
+                                       partialSizes, querySizes.size() - 1));
     if (op.getKCache())
       llvm::append_values(results, dkCacheGrad, dvCacheGrad);
     rewriter.replaceOp(op, results);
     return success();
+  }
+
+  /// The bias's cotangent from the per-query `partial` (`[lead..., T,
+  /// (buckets)]` of sizes `partialSizes`, `leadRank` leading dimensions, the
+  /// heads the last): summed over runs of kBiasGradRun positions, a thread
+  /// per (leading index, run, (bucket)), then over the other leading
+  /// dimensions and the runs, a thread per (head, (bucket)).
+  static Value reduceBiasGrad(OpBuilder &rewriter, Location loc,
+                              WindowAttentionGradOp op, Value partial,
+                              ArrayRef<Value> partialSizes, size_t leadRank) {
+    auto partialType = cast<RankedTensorType>(partial.getType());
+    Type elem = partialType.getElementType();
+    Value steps = partialSizes[leadRank];
+    Value run = indexConst(rewriter, loc, kBiasGradRun);
+    Value runs = arith::CeilDivUIOp::create(rewriter, loc, steps, run);
+    SmallVector<Value> runSizes(partialSizes);
+    runSizes[leadRank] = runs;
+    SmallVector<int64_t> runShape(partialType.getShape());
+    runShape[leadRank] = ShapedType::kDynamic;
+    auto runType = RankedTensorType::get(runShape, elem);
+    Value perRun = buildNest(
+        rewriter, loc, runSizes, emptyLike(rewriter, loc, runType, runSizes),
+        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+          Value begin = arith::MulIOp::create(b, l, ivs[leadRank], run);
+          Value end = arith::MinUIOp::create(
+              b, l, arith::AddIOp::create(b, l, begin, run), steps);
+          Value sum = buildLoop(
+              b, l, begin, end, zeroOf(b, l, elem),
+              [&](OpBuilder &pb, Location pl, ValueRange p, ValueRange acc) {
+                SmallVector<Value> at(ivs);
+                at[leadRank] = p[0];
+                return SmallVector<Value>{arith::AddFOp::create(
+                    pb, pl, acc[0], extractAt(pb, pl, partial, at))};
+              })[0];
+          return SmallVector<Value>{insertAt(b, l, sum, args[0], ivs)};
+        })[0];
+    // Over the leading dimensions but the heads, and the runs.
+    auto biasType = cast<RankedTensorType>(op.getBias().getType());
+    SmallVector<Value> summed(
+        ArrayRef<Value>(runSizes).take_front(leadRank - 1));
+    summed.push_back(runs);
+    return buildNest(
+        rewriter, loc, dimSizes(rewriter, loc, op.getBias()),
+        emptyLike(rewriter, loc, biasType,
+                  dimSizes(rewriter, loc, op.getBias())),
+        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+          Value sum = buildSerialNest(
+              b, l, summed, ValueRange{zeroOf(b, l, elem)},
+              [&](OpBuilder &sb, Location sl, ValueRange outer,
+                  ValueRange acc) {
+                // [outer lead..., head, run, (bucket)].
+                SmallVector<Value> at(outer.drop_back());
+                at.push_back(ivs[0]);
+                at.push_back(outer.back());
+                llvm::append_range(at, ivs.drop_front());
+                return SmallVector<Value>{arith::AddFOp::create(
+                    sb, sl, acc[0], extractAt(sb, sl, perRun, at))};
+              })[0];
+          return SmallVector<Value>{insertAt(b, l, sum, args[0], ivs)};
+        })[0];
   }
 };
 
@@ -1055,22 +1235,6 @@ Value zerosOf(OpBuilder &b, Location loc, RankedTensorType type,
       [&](OpBuilder &nb, Location l, ValueRange ivs, ValueRange args) {
         return SmallVector<Value>{insertAt(nb, l, zero, args[0], ivs)};
       })[0];
-}
-
-/// A nest of loops one after another (not independent: `body` may
-/// accumulate into what it carries) from 0 to each of `ubs`.
-SmallVector<Value> buildSerialNest(OpBuilder &b, Location loc, ValueRange ubs,
-                                   ValueRange iterArgs, LoopBody body,
-                                   SmallVector<Value> ivs = {}) {
-  if (ubs.empty())
-    return body(b, loc, ivs, iterArgs);
-  return buildLoop(
-      b, loc, indexConst(b, loc, 0), ubs.front(), iterArgs,
-      [&](OpBuilder &nb, Location l, ValueRange iv, ValueRange args) {
-        SmallVector<Value> inner(ivs);
-        inner.push_back(iv[0]);
-        return buildSerialNest(nb, l, ubs.drop_front(), args, body, inner);
-      });
 }
 
 /// Rows of a transposition that go together: the block's source rows (or

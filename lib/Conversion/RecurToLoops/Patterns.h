@@ -78,7 +78,7 @@ void populateGatePatterns(RewritePatternSet &patterns);
 /// blocks when `windowTiles` is set (the CPU's form), otherwise a query row
 /// at a time: in one pass over its keys with its sums in registers when
 /// `windowOnePass` is set and its channels allow (the GPU's form, with
-/// window_attention_grad without a bias a thread a query or key row).
+/// window_attention_grad a thread a query or key row).
 /// attention of static sizes goes as linalg products when
 /// `attentionProducts` is set (the CPU's form).
 void populateAttentionPatterns(RewritePatternSet &patterns, bool windowTiles,

@@ -219,14 +219,54 @@ func.func @grad_cache(%q: tensor<3x2xf32>, %k: tensor<3x2xf32>, %v: tensor<3x1xf
 
 // -----
 
-// With a bias the backward keeps its fused tiles (the bias's cotangent sums
-// over every pair of a head).
+// With a bias the logits include it in every pass, and its cotangent (a
+// sum over every pair of a head) starts as each query's own part: here
+// ALiBi's, sum_r -delta_r dS_r, carried beside dq in the query's second
+// walk and written once to its element of a [H, T] partial (q is [H, T,
+// d]; a batch dimension would come first); then a thread per (head, run
+// of 64 positions) sums a run, and a thread per head the runs.
 
 // CHECK-LABEL: func.func @grad_bias
-// CHECK: vector.fma
+// The query pass: the statistics, then dq and the bias's part.
+// CHECK: scf.for {{.+}} -> (f32, f32, f32)
+// CHECK: scf.for {{.+}} -> (f32, f32, f32)
+// CHECK:   arith.negf
+// CHECK: tensor.insert %[[PART:[^ ]+]]#2 into %{{.+}}[%{{.+}}, %{{.+}}] : tensor<2x3xf32>
+// The key rows' passes: dv, then dk.
+// CHECK: -> (tensor<2x3x1xf32>)
+// CHECK: -> (tensor<2x3x2xf32>)
+// The runs, then the heads.
+// CHECK: -> (tensor<2x1xf32>)
+// CHECK: -> (tensor<2xf32>)
+// CHECK: return
 func.func @grad_bias(%q: tensor<2x3x2xf32>, %k: tensor<2x3x2xf32>, %v: tensor<2x3x1xf32>, %dy: tensor<2x3x1xf32>, %sl: tensor<2xf32>) -> (tensor<2x3x2xf32>, tensor<2x3x2xf32>, tensor<2x3x1xf32>, tensor<2xf32>) {
   %g:4 = recur.window_attention_grad %q, %k, %v, %dy bias(%sl : tensor<2xf32>) window 2 {bias_kind = #recur.bias<alibi>} : tensor<2x3x2xf32>, tensor<2x3x2xf32>, tensor<2x3x1xf32> -> tensor<2x3x2xf32>, tensor<2x3x2xf32>, tensor<2x3x1xf32>, tensor<2xf32>
   return %g#0, %g#1, %g#2, %g#3 : tensor<2x3x2xf32>, tensor<2x3x2xf32>, tensor<2x3x1xf32>, tensor<2xf32>
+}
+
+// -----
+
+// A T5 table's cotangent: each query zeroes its row of a [B, H, T,
+// buckets] partial, then sums its keys' dS a bucket at a time (the
+// buckets never rise along its walk) and writes a bucket's sum when the
+// bucket changes, and the last after the walk; the runs of 64 positions
+// are summed by (B, head, run, bucket), then by (head, bucket).
+
+// CHECK-LABEL: func.func @grad_t5
+// CHECK: scf.for %{{.+}} = %c0 to %c8 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (tensor<2x?x8xf32>)
+// CHECK:   tensor.insert %cst{{.*}} into
+// CHECK: %[[WALK:[^ ]+]]:5 = scf.for {{.+}} iter_args({{.+}}, %[[ROW:[^ ]+]] = %{{.+}}, %[[CUR:[^ ]+]] = %c0, %[[SUM:[^ ]+]] = %cst{{.*}}) -> (f32, f32, tensor<2x?x8xf32>, index, f32)
+// CHECK:   %[[CHANGED:[^ ]+]] = arith.cmpi ne, %{{.+}}, %[[CUR]] : index
+// CHECK:   scf.if %[[CHANGED]] -> (tensor<2x?x8xf32>)
+// CHECK:     tensor.insert %[[SUM]] into %[[ROW]][%{{.+}}, %{{.+}}, %[[CUR]]] : tensor<2x?x8xf32>
+// CHECK: tensor.insert %[[WALK]]#4 into %[[WALK]]#2[%{{.+}}, %{{.+}}, %[[WALK]]#3] : tensor<2x?x8xf32>
+// CHECK: %[[RUNS:[^ ]+]] = arith.ceildivui %{{.+}}, %c64 : index
+// CHECK: scf.for %{{.+}} = %c0 to %[[RUNS]] step %c1
+// CHECK: -> (tensor<2x8xf32>)
+// CHECK: return
+func.func @grad_t5(%q: tensor<2x?x2xf32>, %k: tensor<2x?x2xf32>, %v: tensor<2x?x1xf32>, %dy: tensor<2x?x1xf32>, %t5: tensor<2x8xf32>) -> (tensor<2x?x2xf32>, tensor<2x?x2xf32>, tensor<2x?x1xf32>, tensor<2x8xf32>) {
+  %g:4 = recur.window_attention_grad %q, %k, %v, %dy bias(%t5 : tensor<2x8xf32>) window 4 {bias_kind = #recur.bias<t5>, num_buckets = 8 : i64, max_distance = 10 : i64} : tensor<2x?x2xf32>, tensor<2x?x2xf32>, tensor<2x?x1xf32> -> tensor<2x?x2xf32>, tensor<2x?x2xf32>, tensor<2x?x1xf32>, tensor<2x8xf32>
+  return %g#0, %g#1, %g#2, %g#3 : tensor<2x?x2xf32>, tensor<2x?x2xf32>, tensor<2x?x1xf32>, tensor<2x8xf32>
 }
 
 // -----
