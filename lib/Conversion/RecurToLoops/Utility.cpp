@@ -43,11 +43,15 @@ SmallVector<Value> loops::dimSizes(OpBuilder &b, Location loc, Value tensor) {
   return sizes;
 }
 
-/// The entries of `sizes` (one per dimension of `type`) for its dynamic
-/// dimensions.
+/// The entries of `sizes` (one per dimension of `type`, or none when `type`
+/// is static) for its dynamic dimensions.
 static SmallVector<Value> dynamicSizes(RankedTensorType type,
                                        ArrayRef<Value> sizes) {
   SmallVector<Value> dynamic;
+  if (type.hasStaticShape())
+    return dynamic;
+  assert(static_cast<int64_t>(sizes.size()) == type.getRank() &&
+         "one size per dimension of a dynamic type");
   for (auto [d, size] : llvm::zip_equal(type.getShape(), sizes))
     if (ShapedType::isDynamic(d))
       dynamic.push_back(size);

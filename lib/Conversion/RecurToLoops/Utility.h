@@ -38,7 +38,7 @@ SmallVector<Value> dimSizes(OpBuilder &b, Location loc, Value tensor);
 Value dimSize(OpBuilder &b, Location loc, Value tensor, int64_t dim);
 
 /// An uninitialized tensor of `type` whose dynamic sizes come from `sizes`
-/// (one entry per dimension).
+/// (one entry per dimension; none needed when `type` is static).
 Value emptyLike(OpBuilder &b, Location loc, RankedTensorType type,
                 ArrayRef<Value> sizes);
 
