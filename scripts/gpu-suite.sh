@@ -12,7 +12,8 @@
 #     recur-case (librecur_case.a) and
 #     librecur_rt into OUT_DIR/cases/NAME/run; does the same without a case
 #     for the layers of bench/layers.recur (OUT_DIR/bench/NAME/run; Gla and
-#     Window also with their backward, as GlaBackward and WindowBackward), and
+#     Window also with their backward, as GlaBackward and WindowBackward, and
+#     ScaleBias with its backward only, as ScaleBiasBackward), and
 #     copies the OpenMP runtime beside them. OUT_DIR defaults to
 #     BUILD_DIR/gpu-suite; it is self-contained (x86-64 programs, their
 #     libraries and data) and can be copied to the GPU machine.
@@ -113,7 +114,7 @@ if [[ $cmd == prepare ]]; then
   # The benchmark layers, forward only; LAYERBackward: LAYER with its
   # backward, which run times (recur-case --bench --backward).
   for layer in ScanF32 ScanF32One ScanC64 Gla GlaChunked Window \
-    GlaBackward WindowBackward; do
+    GlaBackward WindowBackward ScaleBiasBackward; do
     [[ ${BENCH:-1} == 0 ]] && break
     dir=$out/bench/$layer
     mkdir -p "$dir"
@@ -151,7 +152,8 @@ if [[ $cmd == run ]]; then
   if [[ ${BENCH:-1} != 0 ]]; then
     declare -A sizes=([ScanF32]=B=16,T=8192 [ScanC64]=B=16,T=8192
       [ScanF32One]="B=1,T=16777216 B=16,T=1048576 B=1024,T=16384"
-      [Gla]=B=4,T=4096 [GlaChunked]=B=4,T=4096 [Window]=B=4,T=4096)
+      [Gla]=B=4,T=4096 [GlaChunked]=B=4,T=4096 [Window]=B=4,T=4096
+      [ScaleBias]=B=16,T=4096)
     # NAME PROGRAM LAYER: PROGRAM at LAYER's shapes; a LAYER named
     # BASEBackward: BASE's backward (the forward it recomputes included)
     # at BASE's shapes.
@@ -164,7 +166,7 @@ if [[ $cmd == run ]]; then
           ${extra[@]+"${extra[@]}"} || echo "gpu-suite: bench $1 $shape failed"
       done
     }
-    for layer in ${BENCH_LAYERS:-ScanF32 ScanF32One ScanC64 Gla GlaChunked Window GlaBackward WindowBackward}; do
+    for layer in ${BENCH_LAYERS:-ScanF32 ScanF32One ScanC64 Gla GlaChunked Window GlaBackward WindowBackward ScaleBiasBackward}; do
       bench "$layer" "$out/bench/$layer/run" "$layer"
     done
     # The variants scripts/gpu-lease.sh variants built beside the suite.

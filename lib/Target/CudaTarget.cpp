@@ -212,6 +212,7 @@ mlir::recur::lowerToCuda(ModuleOp module, llvm::LLVMContext &context,
   pipeline.scanWarps = options.scanWarps;
   pipeline.windowOnePass = options.windowOnePass;
   pipeline.glaColumnChunk = options.glaColumnChunk;
+  pipeline.splitReductions = options.splitReductions;
   PassManager pm(module->getContext());
   buildCudaLoweringPipeline(pm, pipeline);
   if (failed(pm.run(module)))

@@ -52,7 +52,9 @@ void ensurePassesRegistered() {
 /// wants that dimension among the parallel loops, a thread an element), with
 /// `blockContractions` matrix products in register blocks of vectors,
 /// bufferization (with `destinations`, each output computed in a
-/// destination argument of the caller's: recur-destination-outputs), the
+/// destination argument of the caller's: recur-destination-outputs), with
+/// `splitReductions` > 0 reductions onto few output elements summed in parts
+/// over about that many parallel iterations (recur-split-reductions), the
 /// tagged loops and linalg's parallel dimensions as scf.parallel, buffers
 /// deallocated.
 std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
@@ -62,7 +64,7 @@ std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
                             bool windowTiles, bool windowOnePass,
                             bool attentionProducts, bool glaProducts,
                             bool blockContractions, bool interchangeReductions,
-                            bool destinations) {
+                            bool destinations, int64_t splitReductions) {
   return "convert-recur-to-loops{mark-parallel scan-group=" +
          std::to_string(scanGroup) +
          " scan-chunk=" + std::to_string(scanChunk) +
@@ -88,6 +90,9 @@ std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
          "function-boundary-type-conversion=identity-layout-map "
          "allow-return-allocs-from-loops}," +
          (destinations ? "recur-destination-outputs," : "") +
+         (splitReductions > 0 ? "func.func(recur-split-reductions{threads=" +
+                                    std::to_string(splitReductions) + "}),"
+                              : std::string()) +
          "convert-linalg-to-parallel-loops,"
          "func.func(recur-parallelize-loops),"
          "canonicalize,"
@@ -166,7 +171,8 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
                       /*attentionProducts=*/true,
                       /*glaProducts=*/true,
                       /*blockContractions=*/true,
-                      /*interchangeReductions=*/true, /*destinations=*/true) +
+                      /*interchangeReductions=*/true, /*destinations=*/true,
+                      /*splitReductions=*/0) +
       "recur-stream-stores,"
       "func.func(recur-promote-accumulators),"
       "recur-workspace-bound,"
@@ -219,6 +225,10 @@ void mlir::recur::buildCudaLoweringPipeline(
   // unrolled scan's loads then take their offsets as immediates instead of a
   // register each). Launches of the same code (the backward's recomputed
   // forward nests, a block body's repeats) share one kernel, compiled once.
+  // A reduction onto few output elements (a gate bias's gradient, summed
+  // over batch and time) is summed in parts over about splitReductions
+  // threads, then the parts' partials a thread an element, instead of a
+  // thread an element summing all its terms (D threads for a bias of D).
   std::string text =
       bufferizedLoops(/*scanGroup=*/1, /*scanChunk=*/0, options.scanSpread,
                       options.scanWarps, options.scanUnrollBytes,
@@ -229,7 +239,7 @@ void mlir::recur::buildCudaLoweringPipeline(
                       /*glaProducts=*/false,
                       /*blockContractions=*/false,
                       /*interchangeReductions=*/false,
-                      /*destinations=*/false) +
+                      /*destinations=*/false, options.splitReductions) +
       "func.func(recur-promote-accumulators),"
       "func.func(recur-gpu-offload{block-threads=" +
       std::to_string(options.blockThreads) +

@@ -23,6 +23,7 @@
 #include "recur/Target/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -44,6 +45,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -51,6 +53,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -2752,6 +2755,356 @@ func.func @f(%x: $X, %i: $I, %g: $G, %w1: $W1, %w2: $W2, %act: $A) -> $X
     expectClose("dynamic shapes", dt, real(out[0]),
                 moe(x, route.indices, route.gates, wIn, wOut, active,
                     Activation::Silu));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// recur-split-reductions
+//===----------------------------------------------------------------------===//
+
+/// Linalg ops with reduction loops left in `source` after `pipeline`.
+int64_t reductionsLeft(const std::string &source, const std::string &pipeline) {
+  mlir::MLIRContext &context = jitContext();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(source,
+                                              mlir::ParserConfig(&context));
+  mlir::PassManager pm(&context, mlir::ModuleOp::getOperationName());
+  if (!module || mlir::failed(mlir::parsePassPipeline(pipeline, pm)) ||
+      mlir::failed(pm.run(*module)))
+    return -1;
+  int64_t left = 0;
+  module->walk([&](mlir::linalg::LinalgOp op) {
+    left += op.getNumReductionLoops() > 0;
+  });
+  return left;
+}
+
+/// An exact sum (in long double) and the sum of its terms' magnitudes (the
+/// scale of a float sum's rounding error).
+struct ExactSum {
+  std::complex<long double> sum = 0;
+  long double scale = 0;
+
+  void add(std::complex<long double> term) {
+    sum += term;
+    scale += std::abs(term);
+  }
+};
+
+/// One reduction for TEST(ReferenceLowering, SplitReductions): its @f, its
+/// arguments, and for each output element its init and terms summed
+/// exactly (from the arguments as the kernel sees them).
+struct SplitCase {
+  std::string name, source;
+  std::vector<HostTensor> args;
+  std::vector<std::vector<ExactSum>> exact; // per output, per element
+  std::vector<int64_t> terms;               // terms per output element
+};
+
+/// Checks `c` through bufferization, recur-split-reductions{threads=64
+/// min-terms=3} and the reference pipeline: the op is split, and every
+/// output element within the float-summation bound (terms + 4) u sum |.|,
+/// u the unit roundoff of `dt`, of its exact value.
+void checkSplit(const SplitCase &c, Dtype dt) {
+  SCOPED_TRACE(c.name);
+  const std::string pipeline =
+      "one-shot-bufferize{bufferize-function-boundaries "
+      "function-boundary-type-conversion=identity-layout-map},"
+      "func.func(recur-split-reductions{threads=64 min-terms=3})";
+  EXPECT_EQ(reductionsLeft(c.source, pipeline), 0)
+      << "recur-split-reductions left the reduction whole";
+  std::vector<HostTensor> out = runLowered(c.source, c.args, pipeline);
+  ASSERT_EQ(out.size(), c.exact.size());
+  const long double u = dt == Dtype::F64 ? 0x1p-53L : 0x1p-24L;
+  for (size_t r = 0; r < out.size(); ++r) {
+    ASSERT_EQ(out[r].values.size(), c.exact[r].size());
+    for (size_t n = 0; n < out[r].values.size(); ++n) {
+      std::complex<long double> got(out[r].values[n].real(),
+                                    out[r].values[n].imag());
+      long double err = std::abs(got - c.exact[r][n].sum);
+      long double bound = (c.terms[r] + 4) * u * c.exact[r][n].scale;
+      EXPECT_LE(err, bound)
+          << "output " << r << " element " << n << ": got " << out[r].values[n]
+          << ", exact " << static_cast<double>(c.exact[r][n].sum.real())
+          << (dt == Dtype::F64 ? " (f64)" : " (f32)");
+    }
+  }
+}
+
+/// Values in [-1, 1) rounded to `dt`, complex ones when `complexValues`.
+std::vector<Complex> randomValues(Rng &rng, Dtype dt, int64_t n,
+                                  bool complexValues) {
+  std::vector<Complex> v;
+  for (int64_t i = 0; i < n; ++i)
+    v.emplace_back(roundTo(dt, rng.uniform(-1.0, 1.0)),
+                   complexValues ? roundTo(dt, rng.uniform(-1.0, 1.0)) : 0.0);
+  return v;
+}
+
+std::complex<long double> wide(Complex x) { return {x.real(), x.imag()}; }
+
+/// out[d] = b[d] + sum over (i, t) of x[i, t, d] dy[i, t, d]: a bias's
+/// gradient over batch and time, the parts crossing batch rows.
+SplitCase biasGradCase(Rng &rng, Dtype dt, int64_t batch, int64_t steps) {
+  const int64_t d = 5;
+  const std::string e = dt == Dtype::F64 ? "f64" : "f32";
+  SplitCase c;
+  c.name = "bias gradient, B " + std::to_string(batch) + ", T " +
+           std::to_string(steps) + ", " + e;
+  c.source = fill(R"mlir(
+#x = affine_map<(d0, d1, d2) -> (d1, d2, d0)>
+#y = affine_map<(d0, d1, d2) -> (d0)>
+func.func @f(%x: $X, %dy: $X, %b: $B) -> $B attributes {llvm.emit_c_interface} {
+  %r = linalg.generic {indexing_maps = [#x, #x, #y],
+                       iterator_types = ["parallel", "reduction", "reduction"]}
+      ins(%x, %dy : $X, $X) outs(%b : $B) {
+  ^bb0(%a: $E, %g: $E, %o: $E):
+    %m = arith.mulf %a, %g : $E
+    %s = arith.addf %o, %m : $E
+    linalg.yield %s : $E
+  } -> $B
+  return %r : $B
+})mlir",
+                  {{"X", ty({-1, -1, d}, e)}, {"B", ty({d}, e)}, {"E", e}});
+  int64_t n = batch * steps * d;
+  HostTensor x{{batch, steps, d}, randomValues(rng, dt, n, false)};
+  HostTensor dy{{batch, steps, d}, randomValues(rng, dt, n, false)};
+  HostTensor b{{d}, randomValues(rng, dt, d, false)};
+  c.exact.assign(1, {});
+  for (int64_t j = 0; j < d; ++j) {
+    ExactSum sum;
+    sum.add(wide(b.values[j]));
+    for (int64_t i = 0; i < batch * steps; ++i)
+      sum.add(wide(x.values[i * d + j]) * wide(dy.values[i * d + j]));
+    c.exact[0].push_back(sum);
+  }
+  c.terms = {batch * steps};
+  c.args = {x, dy, b};
+  return c;
+}
+
+/// out[d] = sum over (h, i, t) of x[h, i, t, d]: three reduction loops,
+/// the parts starting and ending inside the middle one.
+SplitCase threeLoopCase(Rng &rng, Dtype dt, int64_t h, int64_t i, int64_t t) {
+  const int64_t d = 3;
+  const std::string e = dt == Dtype::F64 ? "f64" : "f32";
+  SplitCase c;
+  c.name = "three reduction loops, " + std::to_string(h) + " x " +
+           std::to_string(i) + " x " + std::to_string(t) + ", " + e;
+  c.source = fill(R"mlir(
+#x = affine_map<(d0, d1, d2, d3) -> (d1, d2, d3, d0)>
+#y = affine_map<(d0, d1, d2, d3) -> (d0)>
+func.func @f(%x: $X, %b: $B) -> $B attributes {llvm.emit_c_interface} {
+  %r = linalg.generic {indexing_maps = [#x, #y],
+                       iterator_types = ["parallel", "reduction", "reduction",
+                                         "reduction"]}
+      ins(%x : $X) outs(%b : $B) {
+  ^bb0(%a: $E, %o: $E):
+    %s = arith.addf %o, %a : $E
+    linalg.yield %s : $E
+  } -> $B
+  return %r : $B
+})mlir",
+                  {{"X", ty({-1, i, -1, d}, e)}, {"B", ty({d}, e)}, {"E", e}});
+  int64_t rows = h * i * t;
+  HostTensor x{{h, i, t, d}, randomValues(rng, dt, rows * d, false)};
+  HostTensor b{{d}, randomValues(rng, dt, d, false)};
+  c.exact.assign(1, {});
+  for (int64_t j = 0; j < d; ++j) {
+    ExactSum sum;
+    sum.add(wide(b.values[j]));
+    for (int64_t r = 0; r < rows; ++r)
+      sum.add(wide(x.values[r * d + j]));
+    c.exact[0].push_back(sum);
+  }
+  c.terms = {rows};
+  c.args = {x, b};
+  return c;
+}
+
+/// out[] = b[] + sum over (i, t) of x[i, t]^2: a sum onto one element (a
+/// rank-0 output), whose many parts are summed in parts again.
+SplitCase scalarSumCase(Rng &rng, Dtype dt, int64_t batch, int64_t steps) {
+  const std::string e = dt == Dtype::F64 ? "f64" : "f32";
+  SplitCase c;
+  c.name = "sum onto one element, B " + std::to_string(batch) + ", T " +
+           std::to_string(steps) + ", " + e;
+  c.source = fill(R"mlir(
+#x = affine_map<(d0, d1) -> (d0, d1)>
+#y = affine_map<(d0, d1) -> ()>
+func.func @f(%x: $X, %b: $B) -> $B attributes {llvm.emit_c_interface} {
+  %r = linalg.generic {indexing_maps = [#x, #y],
+                       iterator_types = ["reduction", "reduction"]}
+      ins(%x : $X) outs(%b : $B) {
+  ^bb0(%a: $E, %o: $E):
+    %m = arith.mulf %a, %a : $E
+    %s = arith.addf %m, %o : $E
+    linalg.yield %s : $E
+  } -> $B
+  return %r : $B
+})mlir",
+                  {{"X", ty({-1, -1}, e)}, {"B", ty({}, e)}, {"E", e}});
+  HostTensor x{{batch, steps}, randomValues(rng, dt, batch * steps, false)};
+  HostTensor b{{}, randomValues(rng, dt, 1, false)};
+  ExactSum sum;
+  sum.add(wide(b.values[0]));
+  for (const Complex &v : x.values)
+    sum.add(wide(v) * wide(v));
+  c.exact = {{sum}};
+  c.terms = {batch * steps};
+  c.args = {x, b};
+  return c;
+}
+
+/// Two complex outputs over the middle loop of (i, j, k), the parallel
+/// loops around it: s[i, k] = z[i, k] + sum_j x[i, j, k] and
+/// q[i, k] = z[i, k] + sum_j x[i, j, k]^2.
+SplitCase complexPairCase(Rng &rng, Dtype dt, int64_t length) {
+  const int64_t rows = 3, cols = 4;
+  const std::string e = dt == Dtype::F64 ? "complex<f64>" : "complex<f32>";
+  SplitCase c;
+  c.name = "two complex outputs, J " + std::to_string(length) + ", " + e;
+  c.source = fill(
+      R"mlir(
+#x = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#y = affine_map<(d0, d1, d2) -> (d0, d2)>
+func.func @f(%x: $X, %z: $Z) -> ($Z, $Z) attributes {llvm.emit_c_interface} {
+  %s, %q = linalg.generic {indexing_maps = [#x, #y, #y],
+                           iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x : $X) outs(%z, %z : $Z, $Z) {
+  ^bb0(%a: $E, %o: $E, %p: $E):
+    %sq = complex.mul %a, %a : $E
+    %s1 = complex.add %o, %a : $E
+    %q1 = complex.add %sq, %p : $E
+    linalg.yield %s1, %q1 : $E, $E
+  } -> ($Z, $Z)
+  return %s, %q : $Z, $Z
+})mlir",
+      {{"X", ty({rows, -1, cols}, e)}, {"Z", ty({rows, cols}, e)}, {"E", e}});
+  HostTensor x{{rows, length, cols},
+               randomValues(rng, dt, rows * length * cols, true)};
+  HostTensor z{{rows, cols}, randomValues(rng, dt, rows * cols, true)};
+  c.exact.assign(2, {});
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t k = 0; k < cols; ++k) {
+      ExactSum s, q;
+      s.add(wide(z.values[i * cols + k]));
+      q.add(wide(z.values[i * cols + k]));
+      for (int64_t j = 0; j < length; ++j) {
+        std::complex<long double> a =
+            wide(x.values[(i * length + j) * cols + k]);
+        s.add(a);
+        q.add(a * a);
+      }
+      c.exact[0].push_back(s);
+      c.exact[1].push_back(q);
+    }
+  c.terms = {length, length};
+  c.args = {x, z};
+  return c;
+}
+
+/// out[d] = sum_t x[t, d] (t + 1): the body reads the reduction loop's
+/// index (linalg.index), the init a fill of zero.
+SplitCase indexedCase(Rng &rng, Dtype dt, int64_t steps) {
+  const int64_t d = 6;
+  const std::string e = dt == Dtype::F64 ? "f64" : "f32";
+  SplitCase c;
+  c.name = "linalg.index, T " + std::to_string(steps) + ", " + e;
+  c.source = fill(R"mlir(
+#x = affine_map<(d0, d1) -> (d1, d0)>
+#y = affine_map<(d0, d1) -> (d0)>
+func.func @f(%x: $X) -> $B attributes {llvm.emit_c_interface} {
+  %zero = arith.constant 0.0 : $E
+  %empty = tensor.empty() : $B
+  %init = linalg.fill ins(%zero : $E) outs(%empty : $B) -> $B
+  %r = linalg.generic {indexing_maps = [#x, #y],
+                       iterator_types = ["parallel", "reduction"]}
+      ins(%x : $X) outs(%init : $B) {
+  ^bb0(%a: $E, %o: $E):
+    %t = linalg.index 1 : index
+    %t1 = arith.addi %t, %c1 : index
+    %ti = arith.index_cast %t1 : index to i64
+    %tf = arith.sitofp %ti : i64 to $E
+    %m = arith.mulf %a, %tf : $E
+    %s = arith.addf %o, %m : $E
+    linalg.yield %s : $E
+  } -> $B
+  return %r : $B
+})mlir",
+                  {{"X", ty({-1, d}, e)}, {"B", ty({d}, e)}, {"E", e}});
+  c.source.replace(c.source.find("  %zero"), 0,
+                   "  %c1 = arith.constant 1 : index\n");
+  HostTensor x{{steps, d}, randomValues(rng, dt, steps * d, false)};
+  c.exact.assign(1, {});
+  for (int64_t j = 0; j < d; ++j) {
+    ExactSum sum;
+    for (int64_t t = 0; t < steps; ++t)
+      sum.add(wide(x.values[t * d + j]) * static_cast<long double>(t + 1));
+    c.exact[0].push_back(sum);
+  }
+  c.terms = {steps};
+  c.args = {x};
+  return c;
+}
+
+/// A named op: linalg.matmul c + a b, with a 4 x K and b K x 3.
+SplitCase matmulCase(Rng &rng, Dtype dt, int64_t inner) {
+  const int64_t m = 4, n = 3;
+  const std::string e = dt == Dtype::F64 ? "f64" : "f32";
+  SplitCase c;
+  c.name = "linalg.matmul, K " + std::to_string(inner) + ", " + e;
+  c.source = fill(
+      R"mlir(
+func.func @f(%a: $A, %b: $B, %c: $C) -> $C attributes {llvm.emit_c_interface} {
+  %r = linalg.matmul ins(%a, %b : $A, $B) outs(%c : $C) -> $C
+  return %r : $C
+})mlir",
+      {{"A", ty({m, -1}, e)}, {"B", ty({-1, n}, e)}, {"C", ty({m, n}, e)}});
+  HostTensor a{{m, inner}, randomValues(rng, dt, m * inner, false)};
+  HostTensor b{{inner, n}, randomValues(rng, dt, inner * n, false)};
+  HostTensor cc{{m, n}, randomValues(rng, dt, m * n, false)};
+  c.exact.assign(1, {});
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      ExactSum sum;
+      sum.add(wide(cc.values[i * n + j]));
+      for (int64_t k = 0; k < inner; ++k)
+        sum.add(wide(a.values[i * inner + k]) * wide(b.values[k * n + j]));
+      c.exact[0].push_back(sum);
+    }
+  c.terms = {inner};
+  c.args = {a, b, cc};
+  return c;
+}
+
+/// recur-split-reductions (the CUDA pipeline's reductions onto few output
+/// elements, in parts), run on the CPU against long-double sums: parts of
+/// at least 3 terms, at most ceil(64 / outputs) of them, so that lengths
+/// of 1, 2, primes and 1031 give one part, uneven last parts, and parts
+/// starting inside a batch row; real and complex; two outputs; a body
+/// reading its loop index; three reduction loops; a named op. Where an
+/// element's parts may number more than 4 x 3 (the bias gradient's 5
+/// elements: up to 13 parts; the sum onto one element: up to 64), the
+/// parts are summed by a reduction split in turn.
+TEST(ReferenceLowering, SplitReductions) {
+  Rng rng(47);
+  for (Dtype dt : {Dtype::F32, Dtype::F64}) {
+    for (auto [batch, steps] : std::vector<std::pair<int64_t, int64_t>>{
+             {1, 1}, {1, 2}, {3, 7}, {2, 13}, {1, 1031}, {5, 64}})
+      checkSplit(biasGradCase(rng, dt, batch, steps), dt);
+    for (auto [h, i, t] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+             {2, 3, 5}, {1, 1, 7}, {3, 1, 4}, {2, 5, 1}, {3, 7, 11}})
+      checkSplit(threeLoopCase(rng, dt, h, i, t), dt);
+    for (auto [batch, steps] : std::vector<std::pair<int64_t, int64_t>>{
+             {1, 1}, {1, 37}, {3, 101}, {2, 1031}})
+      checkSplit(scalarSumCase(rng, dt, batch, steps), dt);
+    for (int64_t length : {1, 2, 13, 1031})
+      checkSplit(complexPairCase(rng, dt, length), dt);
+    for (int64_t steps : {1, 5, 257})
+      checkSplit(indexedCase(rng, dt, steps), dt);
+    for (int64_t inner : {1, 7, 1031})
+      checkSplit(matmulCase(rng, dt, inner), dt);
   }
 }
 

@@ -90,9 +90,10 @@ CompileOptions::CompileOptions(cl::OptionCategory &category)
                    "one pass over each query's keys, a query a thread, its "
                    "sums in registers (an online softmax), and its backward "
                    "(2 d + dv at most 192) a thread a query or key row, a "
-                   "bias's cotangent from per-query partials; =false: a query row at a time with its "
-                   "logits in a scratch row, and the backward's fused "
-                   "tiles, the forms before it (default on; --target=cuda "
+                   "bias's cotangent from per-query partials; =false: a "
+                   "query row at a time with its logits in a scratch row, "
+                   "and the backward's fused tiles, the forms before it "
+                   "(default on; --target=cuda "
                    "only)"),
           cl::init(true), cl::cat(category)),
       cudaGlaColumnChunk(
@@ -110,7 +111,21 @@ CompileOptions::CompileOptions(cl::OptionCategory &category)
                    "state in memory, and the backward's reverse sweep, 0 to "
                    "65536 (default 64; --target=cuda only)"),
           cl::value_desc("n"),
-          cl::init(mlir::recur::kDefaultCudaGlaColumnChunk),
+          cl::init(mlir::recur::kDefaultCudaGlaColumnChunk), cl::cat(category)),
+      cudaSplitReductions(
+          "cuda-split-reductions",
+          cl::desc("A reduction onto at most n / 2 output elements (a "
+                   "parameter's gradient summed over batch and time, say) "
+                   "goes in parts: about n GPU threads each sum a "
+                   "contiguous run of its terms (64 or more where it has "
+                   "as many, the last run what remains) into a partial, "
+                   "then a thread per output "
+                   "element adds the "
+                   "partials, instead of a thread per output element "
+                   "summing all of its terms; 0: never, 0 to 16777216 "
+                   "(default 65536; --target=cuda only)"),
+          cl::value_desc("n"),
+          cl::init(mlir::recur::kDefaultCudaSplitReductions),
           cl::cat(category)) {}
 
 int64_t CompileOptions::streamStoreBytesValue() const {
@@ -126,11 +141,12 @@ CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
         cudaScanSpread.getNumOccurrences() ||
         cudaScanWarps.getNumOccurrences() ||
         cudaWindowOnePass.getNumOccurrences() ||
-        cudaGlaColumnChunk.getNumOccurrences())
+        cudaGlaColumnChunk.getNumOccurrences() ||
+        cudaSplitReductions.getNumOccurrences())
       return std::string("--cuda-block-threads, --cuda-scan-unroll-bytes, "
                          "--cuda-scan-spread, --cuda-scan-warps, "
-                         "--cuda-window-one-pass and --cuda-gla-column-chunk "
-                         "need --target=cuda");
+                         "--cuda-window-one-pass, --cuda-gla-column-chunk "
+                         "and --cuda-split-reductions need --target=cuda");
     return std::nullopt;
   }
   if (cudaBlockThreads < 1 || cudaBlockThreads > 1024)
@@ -145,6 +161,9 @@ CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
   if (cudaGlaColumnChunk < 0 || cudaGlaColumnChunk > 65536)
     return "--cuda-gla-column-chunk must be 0 to 65536, not " +
            std::to_string(cudaGlaColumnChunk);
+  if (cudaSplitReductions < 0 || cudaSplitReductions > (int64_t(1) << 24))
+    return "--cuda-split-reductions must be 0 to 16777216, not " +
+           std::to_string(cudaSplitReductions);
   if (cudaScanWarps && cudaBlockThreads % mlir::recur::kWarpLanes != 0)
     return "--cuda-scan-warps needs --cuda-block-threads a multiple of " +
            std::to_string(mlir::recur::kWarpLanes) + ", not " +
@@ -155,5 +174,6 @@ CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
   cuda->scanWarps = cudaScanWarps;
   cuda->windowOnePass = cudaWindowOnePass;
   cuda->glaColumnChunk = cudaGlaColumnChunk;
+  cuda->splitReductions = cudaSplitReductions;
   return std::nullopt;
 }

@@ -42,6 +42,7 @@ struct CompileOptions {
   llvm::cl::opt<bool> cudaScanWarps;
   llvm::cl::opt<bool> cudaWindowOnePass;
   llvm::cl::opt<int64_t> cudaGlaColumnChunk;
+  llvm::cl::opt<int64_t> cudaSplitReductions;
 
   /// --stream-store-bytes as the pipelines take it.
   int64_t streamStoreBytesValue() const;

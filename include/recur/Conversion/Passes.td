@@ -384,6 +384,72 @@ def RecurInterchangeReductions : Pass<"recur-interchange-reductions"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def RecurSplitReductions : Pass<"recur-split-reductions",
+                                "::mlir::func::FuncOp"> {
+  let summary = "Sum a reduction onto few output elements in parts, over "
+                "many parallel iterations (GPU)";
+  let description = [{
+    Runs after bufferization, before linalg becomes loops (CUDA pipeline).
+    A linalg reduction lowered to parallel loops is a thread per output
+    element, each summing all of its terms alone: a parameter's gradient
+    summed over batch and time (a gate bias of D elements, say) leaves a
+    GPU with D threads. A linalg op on buffers (named ones through their
+    bodies) whose outputs are each indexed by all of its parallel loops and
+    nothing else, each formed as `out + e` (`arith.addf` or `complex.add`,
+    `out` read nowhere else), with at most `threads` / 2 iterations of its
+    parallel loops (all static, none empty), no other operand a view of
+    an output's buffer, a body that neither writes memory nor reads its
+    loop indices from nested regions, and around it only what stays on the
+    host (`scf.for` not tagged `recur.parallel` and `scf.if`, carrying only
+    buffers, indices and integers, their operands not loaded from memory:
+    the partials are allocated where the op stands), instead becomes two
+    parallel loops: the first over (part, parallel loops) sums a part's
+    contiguous run of the reduction loops' iterations (flattened, the last
+    one fastest; their indices carried from iteration to iteration, divided
+    out only at the run's start) into a partial of its own, starting from
+    -0.0; the second, over the parallel loops, adds the parts' partials to
+    the output in order. For R reduction iterations at run time and P
+    parallel ones, the runs are c = ceil(R / max(min(ceil(threads / P),
+    floor(R / min-terms)), 1)) iterations and the parts ceil(R / c): about
+    `threads` iterations of the first loop in all, each run at least
+    `min-terms` long where R is (but the last, what remains). Where an element may have more than 4 x
+    `min-terms` parts (min(ceil(threads / P), floor(R / min-terms)), R's
+    static bound where it has one), the parts are summed by a reduction of
+    their own, split in turn (a sum onto one element: 65536 parts, then
+    1024, then 16). The terms are those of the original; their sums are
+    associated differently (by parts).
+
+    ```mlir
+    linalg.generic {indexing_maps = [(d0, d1, d2) -> (d1, d2, d0),
+                                     (d0, d1, d2) -> (d0)],
+                    iterator_types = ["parallel", "reduction", "reduction"]}
+        ins(%x : memref<?x?x16xf32>) outs(%y : memref<16xf32>) {...}
+    // becomes
+    %partial = memref.alloc(%parts) : memref<?x16xf32>
+    scf.parallel (%s, %d) = (%c0, %c0) to (%parts, %c16) step (%c1, %c1) {
+      // the iterations [s c, min(s c + c, R)) of (d1, d2), from zero
+    }
+    scf.parallel (%d) = (%c0) to (%c16) step (%c1) {
+      // y[d] + partial[0, d] + ... + partial[parts - 1, d]
+    }
+    ```
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", /*default=*/"65536",
+           "The parallel iterations (GPU threads) to aim for: a reduction "
+           "onto at most half as many output elements is split (0: "
+           "never)">,
+    Option<"minTerms", "min-terms", "int64_t", /*default=*/"64",
+           "The fewest terms a part sums, where the reduction has that "
+           "many (1 to 2^32)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::complex::ComplexDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::affine::AffineDialect"];
+}
+
 def RecurBlockContractions : Pass<"recur-block-contractions"> {
   let summary = "Run linalg matrix products on tensors as loops over "
                 "register blocks of vectors (CPU)";

@@ -46,6 +46,7 @@ struct CudaTargetOptions {
   bool scanWarps = false;
   bool windowOnePass = true;
   int64_t glaColumnChunk = kDefaultCudaGlaColumnChunk;
+  int64_t splitReductions = kDefaultCudaSplitReductions;
   /// The CUDA toolkit (bin/ptxas, bin/fatbinary, nvvm/libdevice); empty:
   /// findCudaToolkit().
   std::string toolkit;

@@ -55,6 +55,11 @@ constexpr int64_t kDefaultCudaScanSpread = 65536;
 /// The steps a chunk of a recurrent gla of few columns has on the GPU
 /// (convert-recur-to-loops' gla-column-chunk).
 constexpr int64_t kDefaultCudaGlaColumnChunk = 64;
+/// The threads a reduction onto few output elements (a parameter's
+/// gradient) is split over (recur-split-reductions' threads; recurc
+/// --cuda-split-reductions; not yet measured on a GPU), as many as a scan's
+/// spread.
+constexpr int64_t kDefaultCudaSplitReductions = 65536;
 
 /// What the CUDA pipeline compiles the device code for.
 struct CudaPipelineOptions {
@@ -87,6 +92,10 @@ struct CudaPipelineOptions {
   /// thread per (chunk, column) (convert-recur-to-loops' gla-column-chunk;
   /// 0: a thread per column).
   int64_t glaColumnChunk = kDefaultCudaGlaColumnChunk;
+  /// The threads a reduction onto at most half as many output elements
+  /// is split over, in parts summed into partials first
+  /// (recur-split-reductions' threads; 0: a thread per output element).
+  int64_t splitReductions = kDefaultCudaSplitReductions;
 };
 
 /// recur to the LLVM dialect for CUDA: the CPU pipeline's loops up to

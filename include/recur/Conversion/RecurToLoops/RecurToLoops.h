@@ -26,6 +26,7 @@ namespace recur {
 #define GEN_PASS_DECL_RECURFUSEELEMENTWISE
 #define GEN_PASS_DECL_RECURINTERCHANGEREDUCTIONS
 #define GEN_PASS_DECL_RECURBLOCKCONTRACTIONS
+#define GEN_PASS_DECL_RECURSPLITREDUCTIONS
 #include "recur/Conversion/Passes.h.inc"
 
 /// `recur-workspace-bound` names the bound of layer function F
