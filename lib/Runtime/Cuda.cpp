@@ -564,6 +564,74 @@ recur_status destroyStream(const char *function, CUstream stream) {
   return RECUR_OK;
 }
 
+/// The streams compiled host code has released (mgpuStreamDestroy), kept for
+/// its next mgpuStreamCreate: gpu-to-llvm's host code creates a stream for
+/// each launch and destroys it after the launch's synchronize, and a layer's
+/// call makes a launch per parallel loop (hundreds in a Block-Recurrent
+/// backward), each paying cuStreamCreate and cuStreamDestroy. At most
+/// kIdleStreams are kept (more are destroyed); recur_cuda_empty_cache
+/// destroys them. Never freed: compiled code may release a stream while the
+/// process exits.
+struct IdleStreams {
+  std::mutex mutex;
+  std::vector<CUstream> streams;
+};
+
+constexpr size_t kIdleStreams = 8;
+
+IdleStreams &idleStreams() {
+  static IdleStreams *instance = new IdleStreams;
+  return *instance;
+}
+
+/// A stream for compiled host code: an idle one, else a new non-blocking
+/// one.
+recur_status takeStream(const char *function, CUstream *out) {
+  {
+    IdleStreams &idle = idleStreams();
+    std::lock_guard<std::mutex> lock(idle.mutex);
+    if (!idle.streams.empty()) {
+      *out = idle.streams.back();
+      idle.streams.pop_back();
+      return RECUR_OK;
+    }
+  }
+  return createStream(function, CU_STREAM_NON_BLOCKING, out);
+}
+
+/// Keeps `stream`, released by compiled host code, for the next
+/// takeStream, or destroys it when kIdleStreams are kept already. Work
+/// still queued on it runs before any launched on it later.
+recur_status giveStream(const char *function, CUstream stream) {
+  if (!stream)
+    return RECUR_OK;
+  {
+    IdleStreams &idle = idleStreams();
+    std::lock_guard<std::mutex> lock(idle.mutex);
+    if (idle.streams.size() < kIdleStreams) {
+      idle.streams.push_back(stream);
+      return RECUR_OK;
+    }
+  }
+  return destroyStream(function, stream);
+}
+
+/// Destroys the idle streams; the first failure is returned, the rest are
+/// still destroyed.
+recur_status dropIdleStreams(const char *function) {
+  std::vector<CUstream> streams;
+  {
+    IdleStreams &idle = idleStreams();
+    std::lock_guard<std::mutex> lock(idle.mutex);
+    streams.swap(idle.streams);
+  }
+  recur_status first = RECUR_OK;
+  for (CUstream stream : streams)
+    if (recur_status status = destroyStream(function, stream); !first)
+      first = status;
+  return first;
+}
+
 recur_status synchronizeStream(const char *function, CUstream stream) {
   const Driver *d = nullptr;
   if (recur_status status = ready(function, d))
@@ -886,7 +954,7 @@ extern "C" recur_status recur_cuda_empty_cache(void) {
     if (recur_status status = ready("recur_cuda_empty_cache", d))
       return status;
     dropDeviceCache(*d);
-    return RECUR_OK;
+    return dropIdleStreams("recur_cuda_empty_cache");
   });
 }
 
@@ -1069,15 +1137,14 @@ RECUR_EXPORT void mgpuLaunchKernel(CUfunction function, intptr_t gridX,
 
 RECUR_EXPORT CUstream mgpuStreamCreate() {
   CUstream stream = nullptr;
-  keepFailure("mgpuStreamCreate", [&] {
-    return createStream("mgpuStreamCreate", CU_STREAM_NON_BLOCKING, &stream);
-  });
+  keepFailure("mgpuStreamCreate",
+              [&] { return takeStream("mgpuStreamCreate", &stream); });
   return stream;
 }
 
 RECUR_EXPORT void mgpuStreamDestroy(CUstream stream) {
   keepFailure("mgpuStreamDestroy",
-              [&] { return destroyStream("mgpuStreamDestroy", stream); });
+              [&] { return giveStream("mgpuStreamDestroy", stream); });
 }
 
 RECUR_EXPORT void mgpuStreamSynchronize(CUstream stream) {

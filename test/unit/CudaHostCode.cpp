@@ -48,8 +48,20 @@ TEST(GeneratedHostCode, FillsOnTheDevice) {
   EXPECT_EQ(after.live_bytes, before.live_bytes);
   EXPECT_GE(after.peak_bytes, before.live_bytes + kSize * sizeof(float));
   EXPECT_EQ(fakeCount("allocations"), 0);
-  EXPECT_EQ(fakeCount("streams"), 0);
   EXPECT_EQ(fakeCount("launches"), 1);
+  // The stream the host code created and destroyed is kept for the next
+  // call's launch, which takes it instead of creating one, until the cache
+  // is emptied.
+  EXPECT_EQ(fakeCount("streams"), 1);
+  EXPECT_EQ(fakeCount("streams_created"), 1);
+  fill_on_device(out, out, 0, kSize, 1, 2.5f);
+  ASSERT_EQ(recur_cuda_take_error(), RECUR_OK) << recur_last_error();
+  EXPECT_EQ(out[0], 2.5f);
+  EXPECT_EQ(fakeCount("launches"), 2);
+  EXPECT_EQ(fakeCount("streams"), 1);
+  EXPECT_EQ(fakeCount("streams_created"), 1);
+  ASSERT_EQ(recur_cuda_empty_cache(), RECUR_OK) << recur_last_error();
+  EXPECT_EQ(fakeCount("streams"), 0);
 }
 
 TEST(GeneratedHostCodeWithoutDevice, FailsWithoutHarm) {

@@ -578,9 +578,13 @@ TEST(FakeDriver, GeneratedHostCodeRunsThroughMgpu) {
   recur_cuda_memory_stats_get(&after);
   EXPECT_EQ(after.live_bytes, before.live_bytes);
   EXPECT_EQ(fakeCount("allocations"), 0);
-  EXPECT_EQ(fakeCount("streams"), 0);
   EXPECT_EQ(fakeCount("events"), 0);
   EXPECT_EQ(fakeCount("modules"), 0);
+  // The two streams are kept for generated code's next launches, until the
+  // cache is emptied.
+  EXPECT_EQ(fakeCount("streams"), 2);
+  ASSERT_OK(recur_cuda_empty_cache());
+  EXPECT_EQ(fakeCount("streams"), 0);
 
   // Releasing nothing is nothing; a zero-byte buffer is NULL.
   mgpuMemFree(nullptr, nullptr);
@@ -641,11 +645,11 @@ TEST(FakeDriver, AFailedMgpuCallIsKeptUntilTaken) {
   EXPECT_EQ(fakeCount("allocations"), allocations);
   for (float h : host)
     EXPECT_EQ(h, -1.0f);
-  // Releases still run.
+  // Releases still run: the stream is kept for the next launch.
   void *stream = mgpuStreamCreate();
   EXPECT_NE(stream, nullptr);
   mgpuStreamDestroy(stream);
-  EXPECT_EQ(fakeCount("streams"), 0);
+  EXPECT_EQ(fakeCount("streams"), 1);
 
   EXPECT_EQ(recur_cuda_take_error(), RECUR_ERROR_DEVICE);
   EXPECT_TRUE(messageStartsWith(
@@ -683,6 +687,8 @@ TEST(FakeDriver, AFailedMgpuCallIsKeptUntilTaken) {
   EXPECT_EQ(recur_cuda_take_error(), RECUR_OK) << recur_last_error();
   EXPECT_EQ(fakeCount("allocations"), 0);
   EXPECT_EQ(fakeCount("modules"), 0);
+  ASSERT_OK(recur_cuda_empty_cache());
+  EXPECT_EQ(fakeCount("streams"), 0);
 }
 
 TEST(FakeDriver, EachThreadKeepsItsOwnError) {
@@ -764,12 +770,14 @@ TEST(FakeAllocFails, OutOfDeviceMemory) {
   mgpuMemcpy(buffer, host, sizeof(host), stream);
   mgpuMemset32(buffer, 0, 16, stream);
   mgpuStreamDestroy(stream);
-  EXPECT_EQ(fakeCount("streams"), 0);
+  EXPECT_EQ(fakeCount("streams"), 1);
   EXPECT_EQ(recur_cuda_take_error(), RECUR_ERROR_OUT_OF_MEMORY);
   EXPECT_STREQ(recur_last_error(),
                "mgpuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (out of memory) in "
                "cuMemAlloc_v2(64 bytes)");
   EXPECT_EQ(recur_cuda_take_error(), RECUR_OK);
+  ASSERT_OK(recur_cuda_empty_cache());
+  EXPECT_EQ(fakeCount("streams"), 0);
 }
 
 // RECUR_CUDA_DRIVER=libm.so.6: a library that is not a driver.

@@ -22,7 +22,8 @@
 //                                   with CUDA_ERROR_OUT_OF_MEMORY
 //
 // fake_cuda_count(what) tells tests what the fake holds (live allocations,
-// streams, events, modules; launches; the last JIT optimization level).
+// streams, events, modules; launches; streams ever created; the last JIT
+// optimization level).
 //
 //===----------------------------------------------------------------------===//
 
@@ -100,6 +101,7 @@ struct State {
   std::set<CUmodule> modules;
   std::set<CUfunction> functions;
   std::set<CUstream> streams;
+  int64_t streamsCreated = 0; // by cuStreamCreate, ever
   std::set<CUevent> events;
   int64_t launches = 0;
   int64_t lastOptLevel = -1;
@@ -549,6 +551,7 @@ CUresult cuStreamCreate(CUstream *stream, unsigned int flags) {
     return CUDA_ERROR_INVALID_VALUE;
   *stream = new CUstream_st{flags};
   s.streams.insert(*stream);
+  ++s.streamsCreated;
   return CUDA_SUCCESS;
 }
 
@@ -765,6 +768,8 @@ int64_t fake_cuda_count(const char *what) {
     return static_cast<int64_t>(s.allocations.size());
   if (name == "streams")
     return static_cast<int64_t>(s.streams.size());
+  if (name == "streams_created")
+    return s.streamsCreated;
   if (name == "events")
     return static_cast<int64_t>(s.events.size());
   if (name == "modules")

@@ -389,8 +389,10 @@ void recur_cuda_memory_stats_reset_peak(void);
 /* Freed device buffers of 1 MiB and more are kept for reuse by later
  * allocations of close to their size, up to RECUR_CUDA_ALLOC_CACHE_MB
  * megabytes (default 4096; 0: none); they are not live bytes in the stats.
- * This gives them back to the driver (an allocation the driver refuses
- * does so too before it fails). */
+ * The streams compiled kernels' host code releases after each launch are
+ * kept for their next launches too (up to 8). This gives both back to the
+ * driver (an allocation the driver refuses gives back the buffers before
+ * it fails). */
 recur_status recur_cuda_empty_cache(void);
 
 /* Streams. A stream of recur_cuda_stream_create synchronizes with the
