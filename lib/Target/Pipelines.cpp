@@ -161,34 +161,49 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
   // identical ones shared and none inlined (recur-outline-parallel: a
   // compile-time measure, before the lowering to LLVM so that it and LLVM
   // see each kernel once).
-  std::string text =
-      bufferizedLoops(kScanGroupByThreads, /*scanChunk=*/0, /*scanSpread=*/0,
-                      /*scanWarps=*/false, /*scanUnrollBytes=*/0,
-                      options.streamStoreBytes,
-                      /*glaColumnThreads=*/false, /*glaColumnChunk=*/0,
-                      /*windowTiles=*/true,
-                      /*windowOnePass=*/false,
-                      /*attentionProducts=*/true,
-                      /*glaProducts=*/true,
-                      /*blockContractions=*/true,
-                      /*interchangeReductions=*/true, /*destinations=*/true,
-                      /*splitReductions=*/0) +
-      "recur-stream-stores,"
-      "func.func(recur-promote-accumulators),"
-      "recur-workspace-bound,"
-      "convert-scf-to-openmp,"
-      "recur-outline-parallel,"
-      "expand-strided-metadata,"
-      "lower-affine,"
-      "convert-vector-to-llvm,"
-      "finalize-memref-to-llvm{use-generic-functions},"
-      "convert-scf-to-cf,"
-      "convert-complex-to-standard,"
-      "convert-math-to-llvm,"
-      "convert-math-to-libm,"
-      "convert-to-llvm,"
-      "reconcile-unrealized-casts,"
-      "recur-strip-front-end-attributes";
+  // With gpuForms, the CUDA pipeline's forms instead (not its scan warps),
+  // run on the CPU's threads.
+  const std::optional<CudaPipelineOptions> &gpu = options.gpuForms;
+  std::string loops =
+      gpu ? bufferizedLoops(/*scanGroup=*/1, /*scanChunk=*/0, gpu->scanSpread,
+                            /*scanWarps=*/false, gpu->scanUnrollBytes,
+                            /*streamStoreBytes=*/0,
+                            /*glaColumnThreads=*/true, gpu->glaColumnChunk,
+                            /*windowTiles=*/false, gpu->windowOnePass,
+                            /*attentionProducts=*/false,
+                            /*glaProducts=*/false,
+                            /*blockContractions=*/false,
+                            /*interchangeReductions=*/false,
+                            /*destinations=*/true, gpu->splitReductions)
+          : bufferizedLoops(kScanGroupByThreads, /*scanChunk=*/0,
+                            /*scanSpread=*/0,
+                            /*scanWarps=*/false, /*scanUnrollBytes=*/0,
+                            options.streamStoreBytes,
+                            /*glaColumnThreads=*/false, /*glaColumnChunk=*/0,
+                            /*windowTiles=*/true,
+                            /*windowOnePass=*/false,
+                            /*attentionProducts=*/true,
+                            /*glaProducts=*/true,
+                            /*blockContractions=*/true,
+                            /*interchangeReductions=*/true,
+                            /*destinations=*/true,
+                            /*splitReductions=*/0);
+  std::string text = loops + "recur-stream-stores,"
+                             "func.func(recur-promote-accumulators),"
+                             "recur-workspace-bound,"
+                             "convert-scf-to-openmp,"
+                             "recur-outline-parallel,"
+                             "expand-strided-metadata,"
+                             "lower-affine,"
+                             "convert-vector-to-llvm,"
+                             "finalize-memref-to-llvm{use-generic-functions},"
+                             "convert-scf-to-cf,"
+                             "convert-complex-to-standard,"
+                             "convert-math-to-llvm,"
+                             "convert-math-to-libm,"
+                             "convert-to-llvm,"
+                             "reconcile-unrealized-casts,"
+                             "recur-strip-front-end-attributes";
   appendPipeline(pm, text, "CPU lowering pipeline");
 }
 

@@ -139,6 +139,16 @@ cl::opt<std::string> target(
              "the host code JIT-compiled, the kernels run on CUDA device 0 "
              "through librecur_rt)"),
     cl::value_desc("cpu|cuda[:chips]"), cl::init("cpu"), cl::cat(runCategory));
+cl::opt<bool> gpuForms(
+    "gpu-forms",
+    cl::desc("Run the layer on the CPU in the loop forms the CUDA pipeline "
+             "gives it (its default options: the scans one channel a "
+             "thread or spread, the gla in column chunks, window attention "
+             "in one pass, reductions onto few elements in parts), so that "
+             "they are checked against the oracle without a GPU; slower "
+             "than the CPU's forms; the --cuda-* options apply to it as to "
+             "--target=cuda (--target=cpu only)"),
+    cl::cat(runCategory));
 cl::opt<std::string> saveCase(
     "save-case",
     cl::desc("Compile and run nothing: write the run's inputs, params, "
@@ -1169,9 +1179,20 @@ int main(int argc, char **argv) {
     return fail("unknown --target '" + target +
                 "': expected cpu, cuda or cuda:<chips> (cuda:sm_80,sm_90)");
   }
+  // --gpu-forms takes the CUDA options as --target=cuda does.
+  if (gpuForms && cuda)
+    return fail("--gpu-forms runs the CUDA pipeline's loops on the CPU: it "
+                "needs --target=cpu");
+  std::optional<mlir::recur::CudaTargetOptions> forms;
+  if (gpuForms)
+    forms.emplace();
   if (std::optional<std::string> error =
-          compileOptions.applyCuda(cuda ? &*cuda : nullptr))
+          compileOptions.applyCuda(cuda ? &*cuda : (forms ? &*forms : nullptr)))
     return fail(*error);
+  if (forms && forms->scanWarps)
+    return fail("--gpu-forms cannot run --cuda-scan-warps: its shuffles run "
+                "only on a GPU (test/Conversion/RecurToLoops/"
+                "linear_scan-warps.mlir checks their emulation)");
 
   // Front end.
   mlir::DialectRegistry registry;
@@ -1276,6 +1297,14 @@ int main(int argc, char **argv) {
   } else {
     mlir::recur::CpuPipelineOptions options;
     options.streamStoreBytes = compileOptions.streamStoreBytesValue();
+    if (forms) {
+      mlir::recur::CudaPipelineOptions &gpu = options.gpuForms.emplace();
+      gpu.scanUnrollBytes = forms->scanUnrollBytes;
+      gpu.scanSpread = forms->scanSpread;
+      gpu.windowOnePass = forms->windowOnePass;
+      gpu.glaColumnChunk = forms->glaColumnChunk;
+      gpu.splitReductions = forms->splitReductions;
+    }
     llvmModule = mlir::recur::lowerToLLVMIR(*lowered, *llvmContext, options);
   }
   if (failed(llvmModule))
@@ -1366,7 +1395,10 @@ int main(int argc, char **argv) {
   std::vector<double> times;
   std::vector<HostTensor> finals;
   size_t workspace = 0, used = 0, deviceUsed = 0;
-  if (!cuda &&
+  // The CUDA pipeline's forms allocate what the compiler does not bound
+  // (the spread scan's chunks, the parts of split reductions).
+  bool bounded = !cuda && !gpuForms;
+  if (bounded &&
       recur_workspace_size(&desc->desc, run.dimSizes.data(), &workspace))
     return runtimeFail("recur_workspace_size");
   for (unsigned r = 0; r < std::max(1u, repeat.getValue()); ++r) {
@@ -1428,10 +1460,10 @@ int main(int argc, char **argv) {
     // kernels' own), which no bound covers yet; the host's peak holds the
     // copies of the results.
     outs() << "device_peak_bytes: " << deviceUsed << "\n";
-  } else {
+  } else if (bounded) {
     outs() << "workspace_bytes: " << workspace << "\n";
   }
-  if (!cuda && used > workspace) {
+  if (bounded && used > workspace) {
     ok = false;
     WithColor::error(errs(), "recur-run")
         << "the call allocated " << used

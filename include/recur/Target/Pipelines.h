@@ -11,6 +11,7 @@
 
 #include "mlir/Support/LLVM.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,23 +25,6 @@ namespace recur {
 /// The result runs under mlir-runner or the ExecutionEngine; it is the
 /// correctness reference, not a fast path.
 void buildReferenceLoweringPipeline(OpPassManager &pm);
-
-/// What the CPU pipeline's choices depend on.
-struct CpuPipelineOptions {
-  /// A linear scan (f32, f64; c64, c128 with a transition per channel)
-  /// across channels whose output holds at least this many bytes writes it
-  /// around the cache (0: none); recurc's and recur-run's
-  /// --stream-store-bytes.
-  int64_t streamStoreBytes = kDefaultStreamStoreBytes;
-};
-
-/// recur (with linalg/arith/math/complex glue) to the LLVM dialect for the
-/// CPU backend: the RecurToLoops loops with independent iterations and the
-/// parallel dimensions of linalg glue on OpenMP, buffers allocated through
-/// librecur_rt. Registered as `recur-cpu-to-llvm` (with the default
-/// options).
-void buildCpuLoweringPipeline(OpPassManager &pm,
-                              const CpuPipelineOptions &options = {});
 
 /// The CUDA pipeline's threads per block (recurc --cuda-block-threads) and
 /// bytes of each input a thread scanning a channel loads ahead (recurc
@@ -97,6 +81,29 @@ struct CudaPipelineOptions {
   /// (recur-split-reductions' threads; 0: a thread per output element).
   int64_t splitReductions = kDefaultCudaSplitReductions;
 };
+
+/// What the CPU pipeline's choices depend on.
+struct CpuPipelineOptions {
+  /// A linear scan (f32, f64; c64, c128 with a transition per channel)
+  /// across channels whose output holds at least this many bytes writes it
+  /// around the cache (0: none); recurc's and recur-run's
+  /// --stream-store-bytes.
+  int64_t streamStoreBytes = kDefaultStreamStoreBytes;
+  /// With these, lower the recur ops and reductions in the forms the CUDA
+  /// pipeline gives them with these options (its scan, gla, window and
+  /// reduction forms; not scan warps, whose shuffles only a GPU runs)
+  /// instead of the CPU's, so that the CPU runs, and checks, the loops the
+  /// GPU would (recur-run's --gpu-forms); slower than the CPU's forms.
+  std::optional<CudaPipelineOptions> gpuForms;
+};
+
+/// recur (with linalg/arith/math/complex glue) to the LLVM dialect for the
+/// CPU backend: the RecurToLoops loops with independent iterations and the
+/// parallel dimensions of linalg glue on OpenMP, buffers allocated through
+/// librecur_rt. Registered as `recur-cpu-to-llvm` (with the default
+/// options).
+void buildCpuLoweringPipeline(OpPassManager &pm,
+                              const CpuPipelineOptions &options = {});
 
 /// recur to the LLVM dialect for CUDA: the CPU pipeline's loops up to
 /// buffer deallocation, then `recur-gpu-offload`, kernel outlining, the

@@ -1,24 +1,31 @@
 """Runs every case of a gpu-cases.txt through recur-run --target=cuda.
 
-usage: run-gpu-cases.py SRC_ROOT RECUR_RUN CASES_FILE
+usage: run-gpu-cases.py SRC_ROOT RECUR_RUN CASES_FILE [--gpu-forms]
 
-Prints each case's output and a summary line `gpu cases: P passed, F
-failed`; the exit status is 0 either way, the summary is what the test
-checks.
+With --gpu-forms, through recur-run --gpu-forms instead: the CUDA
+pipeline's loops on the CPU; a case that needs a GPU (--cuda-scan-warps:
+shuffles) is skipped. Prints each case's output and a summary line `gpu
+cases: P passed, F failed` (and `, S skipped`); the exit status is 0 either
+way, the summary is what the test checks.
 """
 import shlex
 import subprocess
 import sys
 
 root, recur_run, cases = sys.argv[1:4]
-passed, failed = 0, []
+forms = sys.argv[4:] == ["--gpu-forms"]
+passed, failed, skipped = 0, [], []
 for line in open(cases):
     if not line.strip() or line.lstrip().startswith("#"):
         continue
     # The fifth field, CUDA-only compile flags, is optional.
     fields = [f.strip() for f in line.split("|")] + [""]
     name, spec, cflags, rflags, gflags = fields[:5]
-    cmd = [recur_run, f"{root}/{spec}", "--target=cuda", "--repeat", "1"]
+    if forms and "--cuda-scan-warps" in gflags:
+        skipped.append(name)
+        continue
+    target = "--gpu-forms" if forms else "--target=cuda"
+    cmd = [recur_run, f"{root}/{spec}", target, "--repeat", "1"]
     cmd += shlex.split(cflags) + shlex.split(gflags) + shlex.split(rflags)
     run = subprocess.run(cmd, capture_output=True, text=True)
     print(f"== {name}: {' '.join(cmd)}\n{run.stdout}{run.stderr}", end="")
@@ -26,4 +33,7 @@ for line in open(cases):
         passed += 1
     else:
         failed.append(name)
-print(f"gpu cases: {passed} passed, {len(failed)} failed {' '.join(failed)}")
+summary = f"gpu cases: {passed} passed, {len(failed)} failed"
+if forms:
+    summary += f", {len(skipped)} skipped"
+print(f"{summary} {' '.join(failed)}")
