@@ -62,6 +62,11 @@ config.substitutions.append(
 # %recur_case_libs -o PROGRAM.
 config.substitutions.append(("%recur_cxx", f"{config.recur_cxx_compiler}{sanitize}"))
 config.substitutions.append(("%recur_sanitize_flags", sanitize.strip()))
+# The tools are instrumented (make test-asan): a test whose length is the
+# kernels' (which are JIT-compiled, never instrumented) says
+# UNSUPPORTED: sanitizers.
+if sanitize:
+    config.available_features.add("sanitizers")
 config.substitutions.append(
     (
         "%recur_case_libs",
