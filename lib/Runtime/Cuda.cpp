@@ -34,6 +34,7 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 using namespace recur::rt;
@@ -574,41 +575,67 @@ recur_status destroyStream(const char *function, CUstream stream) {
 /// process exits.
 struct IdleStreams {
   std::mutex mutex;
+  /// Kept for the next takeStream, at most kIdleStreams (reserved).
   std::vector<CUstream> streams;
+  /// Handed out by takeStream and not given back yet: the only streams
+  /// giveStream keeps (one of recur_cuda_stream_create, or a bad handle,
+  /// is destroyed as before).
+  std::unordered_set<CUstream> lent;
 };
 
 constexpr size_t kIdleStreams = 8;
 
 IdleStreams &idleStreams() {
-  static IdleStreams *instance = new IdleStreams;
+  static IdleStreams *instance = [] {
+    auto *idle = new IdleStreams;
+    idle->streams.reserve(kIdleStreams);
+    return idle;
+  }();
   return *instance;
 }
 
 /// A stream for compiled host code: an idle one, else a new non-blocking
 /// one.
 recur_status takeStream(const char *function, CUstream *out) {
+  IdleStreams &idle = idleStreams();
   {
-    IdleStreams &idle = idleStreams();
     std::lock_guard<std::mutex> lock(idle.mutex);
     if (!idle.streams.empty()) {
       *out = idle.streams.back();
       idle.streams.pop_back();
+      idle.lent.insert(*out); // cannot throw: it was there before
       return RECUR_OK;
     }
   }
-  return createStream(function, CU_STREAM_NON_BLOCKING, out);
+  if (recur_status status = createStream(function, CU_STREAM_NON_BLOCKING, out))
+    return status;
+  std::lock_guard<std::mutex> lock(idle.mutex);
+  try {
+    idle.lent.insert(*out);
+  } catch (...) {
+    // Not kept then: giveStream destroys it.
+  }
+  return RECUR_OK;
 }
 
-/// Keeps `stream`, released by compiled host code, for the next
-/// takeStream, or destroys it when kIdleStreams are kept already. Work
-/// still queued on it runs before any launched on it later.
+/// Keeps `stream`, a stream of takeStream that compiled host code
+/// releases, for the next takeStream, or destroys it when kIdleStreams
+/// are kept already (any other stream is destroyed). Work still queued on
+/// it runs before any launched on it later.
 recur_status giveStream(const char *function, CUstream stream) {
   if (!stream)
     return RECUR_OK;
   {
     IdleStreams &idle = idleStreams();
     std::lock_guard<std::mutex> lock(idle.mutex);
-    if (idle.streams.size() < kIdleStreams) {
+    if (std::find(idle.streams.begin(), idle.streams.end(), stream) !=
+        idle.streams.end())
+      return setError(RECUR_ERROR_INVALID_ARGUMENT,
+                      "%s: the stream %p was released already", function,
+                      static_cast<void *>(stream));
+    // Within the reserved capacity, so the push cannot throw.
+    if (idle.lent.erase(stream) && idle.streams.size() < kIdleStreams &&
+        idle.streams.size() < idle.streams.capacity()) {
       idle.streams.push_back(stream);
       return RECUR_OK;
     }
@@ -616,19 +643,30 @@ recur_status giveStream(const char *function, CUstream stream) {
   return destroyStream(function, stream);
 }
 
-/// Destroys the idle streams; the first failure is returned, the rest are
-/// still destroyed.
+/// Destroys the idle streams; the first failure is returned (with its
+/// message), the rest are still destroyed.
 recur_status dropIdleStreams(const char *function) {
   std::vector<CUstream> streams;
   {
     IdleStreams &idle = idleStreams();
     std::lock_guard<std::mutex> lock(idle.mutex);
     streams.swap(idle.streams);
+    try {
+      idle.streams.reserve(kIdleStreams);
+    } catch (...) {
+      // None are kept then: giveStream destroys them.
+    }
   }
+  if (streams.empty())
+    return RECUR_OK;
+  const Driver *d = nullptr;
+  if (recur_status status = ready(function, d))
+    return status;
   recur_status first = RECUR_OK;
   for (CUstream stream : streams)
-    if (recur_status status = destroyStream(function, stream); !first)
-      first = status;
+    if (CUresult result = d->api.cuStreamDestroy_v2(stream); result && !first)
+      first = fail(*d, function, result, "cuStreamDestroy_v2(%p)",
+                   static_cast<void *>(stream));
   return first;
 }
 

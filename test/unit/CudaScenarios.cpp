@@ -17,6 +17,7 @@
 
 #include "CudaTestSupport.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -593,6 +594,44 @@ TEST(FakeDriver, GeneratedHostCodeRunsThroughMgpu) {
   mgpuEventDestroy(nullptr);
   EXPECT_EQ(mgpuMemAlloc(0, nullptr, false), nullptr);
   EXPECT_EQ(recur_cuda_take_error(), RECUR_OK) << recur_last_error();
+}
+
+// Generated code's streams: up to 8 released ones are kept (the rest
+// destroyed), taken again by any thread; a stream released twice is
+// refused, and one the generated code did not create is destroyed.
+TEST(FakeDriver, GeneratedCodeKeepsAFewIdleStreams) {
+  ASSERT_OK(recur_cuda_empty_cache());
+  int64_t created = fakeCount("streams_created");
+  std::vector<void *> streams;
+  for (int i = 0; i < 10; ++i)
+    streams.push_back(mgpuStreamCreate());
+  EXPECT_EQ(fakeCount("streams_created"), created + 10);
+  for (void *stream : streams)
+    mgpuStreamDestroy(stream);
+  EXPECT_EQ(fakeCount("streams"), 8);
+
+  void *other = nullptr;
+  std::thread([&] { other = mgpuStreamCreate(); }).join();
+  EXPECT_EQ(fakeCount("streams_created"), created + 10);
+  EXPECT_NE(std::find(streams.begin(), streams.end(), other), streams.end());
+  mgpuStreamDestroy(other);
+  ASSERT_EQ(recur_cuda_take_error(), RECUR_OK) << recur_last_error();
+  mgpuStreamDestroy(other);
+  EXPECT_RECUR_ERROR(recur_cuda_take_error(), RECUR_ERROR_INVALID_ARGUMENT,
+                     "mgpuStreamDestroy: the stream ");
+  EXPECT_NE(std::string(recur_last_error()).find("was released already"),
+            std::string::npos);
+  EXPECT_EQ(fakeCount("streams"), 8);
+
+  recur_cuda_stream *own = nullptr;
+  ASSERT_OK(recur_cuda_stream_create(&own));
+  EXPECT_EQ(fakeCount("streams"), 9);
+  mgpuStreamDestroy(own);
+  ASSERT_EQ(recur_cuda_take_error(), RECUR_OK) << recur_last_error();
+  EXPECT_EQ(fakeCount("streams"), 8);
+
+  ASSERT_OK(recur_cuda_empty_cache());
+  EXPECT_EQ(fakeCount("streams"), 0);
 }
 
 TEST(FakeDriver, PtxGoesThroughTheJit) {

@@ -391,8 +391,9 @@ void recur_cuda_memory_stats_reset_peak(void);
  * megabytes (default 4096; 0: none); they are not live bytes in the stats.
  * The streams compiled kernels' host code releases after each launch are
  * kept for their next launches too (up to 8). This gives both back to the
- * driver (an allocation the driver refuses gives back the buffers before
- * it fails). */
+ * driver, and fails with the driver's error if a stream's destruction does
+ * (an allocation the driver refuses gives back the buffers before it
+ * fails). */
 recur_status recur_cuda_empty_cache(void);
 
 /* Streams. A stream of recur_cuda_stream_create synchronizes with the

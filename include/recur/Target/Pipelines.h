@@ -92,8 +92,10 @@ struct CpuPipelineOptions {
   /// With these, lower the recur ops and reductions in the forms the CUDA
   /// pipeline gives them with these options (its scan, gla, window and
   /// reduction forms; not scan warps, whose shuffles only a GPU runs)
-  /// instead of the CPU's, so that the CPU runs, and checks, the loops the
-  /// GPU would (recur-run's --gpu-forms); slower than the CPU's forms.
+  /// instead of the CPU's, so that the CPU runs, and checks, those loops
+  /// (recur-run's --gpu-forms); not what recur-gpu-offload then does to
+  /// them, outputs written into the caller's buffers as on the CPU, no
+  /// stream stores; slower than the CPU's forms.
   std::optional<CudaPipelineOptions> gpuForms;
 };
 

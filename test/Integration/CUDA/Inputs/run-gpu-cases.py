@@ -13,6 +13,8 @@ import subprocess
 import sys
 
 root, recur_run, cases = sys.argv[1:4]
+if sys.argv[4:] not in ([], ["--gpu-forms"]):
+    sys.exit(f"run-gpu-cases.py: unexpected arguments {sys.argv[4:]}")
 forms = sys.argv[4:] == ["--gpu-forms"]
 passed, failed, skipped = 0, [], []
 for line in open(cases):
