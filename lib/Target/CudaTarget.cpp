@@ -196,15 +196,12 @@ void useDeviceAllocator(llvm::Module &module) {
 
 } // namespace
 
-FailureOr<CudaLowering>
-mlir::recur::lowerToCuda(ModuleOp module, llvm::LLVMContext &context,
-                         const CudaTargetOptions &options, bool assemble) {
-  SmallVector<std::string> layers = layerFunctionNames(module);
-  std::string toolkit =
-      options.toolkit.empty() ? findCudaToolkit() : options.toolkit;
+CudaPipelineOptions
+mlir::recur::cudaPipelineOptions(const CudaTargetOptions &options) {
   CudaPipelineOptions pipeline;
   pipeline.chips = options.chips;
-  pipeline.toolkit = toolkit;
+  if (!options.toolkit.empty())
+    pipeline.toolkit = options.toolkit;
   pipeline.optLevel = options.optLevel;
   pipeline.blockThreads = options.blockThreads;
   pipeline.scanUnrollBytes = options.scanUnrollBytes;
@@ -213,6 +210,17 @@ mlir::recur::lowerToCuda(ModuleOp module, llvm::LLVMContext &context,
   pipeline.windowOnePass = options.windowOnePass;
   pipeline.glaColumnChunk = options.glaColumnChunk;
   pipeline.splitReductions = options.splitReductions;
+  return pipeline;
+}
+
+FailureOr<CudaLowering>
+mlir::recur::lowerToCuda(ModuleOp module, llvm::LLVMContext &context,
+                         const CudaTargetOptions &options, bool assemble) {
+  SmallVector<std::string> layers = layerFunctionNames(module);
+  std::string toolkit =
+      options.toolkit.empty() ? findCudaToolkit() : options.toolkit;
+  CudaPipelineOptions pipeline = cudaPipelineOptions(options);
+  pipeline.toolkit = toolkit;
   PassManager pm(module->getContext());
   buildCudaLoweringPipeline(pm, pipeline);
   if (failed(pm.run(module)))

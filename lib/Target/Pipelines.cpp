@@ -100,6 +100,23 @@ std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
          "convert-bufferization-to-memref,";
 }
 
+/// bufferizedLoops with the CUDA pipeline's forms under `gpu` (without its
+/// scan warps when `scanWarps` is false), each output computed in a
+/// destination argument with `destinations`.
+std::string cudaLoops(const recur::CudaPipelineOptions &gpu, bool scanWarps,
+                      bool destinations) {
+  return bufferizedLoops(/*scanGroup=*/1, /*scanChunk=*/0, gpu.scanSpread,
+                         scanWarps && gpu.scanWarps, gpu.scanUnrollBytes,
+                         /*streamStoreBytes=*/0,
+                         /*glaColumnThreads=*/true, gpu.glaColumnChunk,
+                         /*windowTiles=*/false, gpu.windowOnePass,
+                         /*attentionProducts=*/false,
+                         /*glaProducts=*/false,
+                         /*blockContractions=*/false,
+                         /*interchangeReductions=*/false, destinations,
+                         gpu.splitReductions);
+}
+
 void appendPipeline(OpPassManager &pm, StringRef text, StringRef what) {
   ensurePassesRegistered();
   if (failed(parsePassPipeline(text, pm)))
@@ -163,18 +180,10 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
   // see each kernel once).
   // With gpuForms, the CUDA pipeline's forms instead (not its scan warps),
   // run on the CPU's threads.
-  const std::optional<CudaPipelineOptions> &gpu = options.gpuForms;
   std::string loops =
-      gpu ? bufferizedLoops(/*scanGroup=*/1, /*scanChunk=*/0, gpu->scanSpread,
-                            /*scanWarps=*/false, gpu->scanUnrollBytes,
-                            /*streamStoreBytes=*/0,
-                            /*glaColumnThreads=*/true, gpu->glaColumnChunk,
-                            /*windowTiles=*/false, gpu->windowOnePass,
-                            /*attentionProducts=*/false,
-                            /*glaProducts=*/false,
-                            /*blockContractions=*/false,
-                            /*interchangeReductions=*/false,
-                            /*destinations=*/true, gpu->splitReductions)
+      options.gpuForms
+          ? cudaLoops(*options.gpuForms, /*scanWarps=*/false,
+                      /*destinations=*/true)
           : bufferizedLoops(kScanGroupByThreads, /*scanChunk=*/0,
                             /*scanSpread=*/0,
                             /*scanWarps=*/false, /*scanUnrollBytes=*/0,
@@ -245,16 +254,7 @@ void mlir::recur::buildCudaLoweringPipeline(
   // threads, then the parts' partials a thread an element, instead of a
   // thread an element summing all its terms (D threads for a bias of D).
   std::string text =
-      bufferizedLoops(/*scanGroup=*/1, /*scanChunk=*/0, options.scanSpread,
-                      options.scanWarps, options.scanUnrollBytes,
-                      /*streamStoreBytes=*/0,
-                      /*glaColumnThreads=*/true, options.glaColumnChunk,
-                      /*windowTiles=*/false, options.windowOnePass,
-                      /*attentionProducts=*/false,
-                      /*glaProducts=*/false,
-                      /*blockContractions=*/false,
-                      /*interchangeReductions=*/false,
-                      /*destinations=*/false, options.splitReductions) +
+      cudaLoops(options, /*scanWarps=*/true, /*destinations=*/false) +
       "func.func(recur-promote-accumulators),"
       "func.func(recur-gpu-offload{block-threads=" +
       std::to_string(options.blockThreads) +

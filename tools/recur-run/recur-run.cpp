@@ -1305,14 +1305,8 @@ int main(int argc, char **argv) {
   } else {
     mlir::recur::CpuPipelineOptions options;
     options.streamStoreBytes = compileOptions.streamStoreBytesValue();
-    if (forms) {
-      mlir::recur::CudaPipelineOptions &gpu = options.gpuForms.emplace();
-      gpu.scanUnrollBytes = forms->scanUnrollBytes;
-      gpu.scanSpread = forms->scanSpread;
-      gpu.windowOnePass = forms->windowOnePass;
-      gpu.glaColumnChunk = forms->glaColumnChunk;
-      gpu.splitReductions = forms->splitReductions;
-    }
+    if (forms)
+      options.gpuForms = mlir::recur::cudaPipelineOptions(*forms);
     llvmModule = mlir::recur::lowerToLLVMIR(*lowered, *llvmContext, options);
   }
   if (failed(llvmModule))

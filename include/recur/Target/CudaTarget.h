@@ -73,6 +73,10 @@ struct CudaLowering {
   std::string ptx;
 };
 
+/// The CUDA pipeline's options for `options` (its toolkit, where it names
+/// one, as given: lowerToCuda finds one otherwise).
+CudaPipelineOptions cudaPipelineOptions(const CudaTargetOptions &options);
+
 /// Lowers `module` (layer functions as the front end emits them) in place
 /// with the CUDA pipeline. With `assemble`, runs ptxas and fatbinary and
 /// translates the host code to LLVM IR; without, stops at the PTX. Errors
