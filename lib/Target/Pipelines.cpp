@@ -36,7 +36,8 @@ void ensurePassesRegistered() {
 /// independent iterations tagged; a linear scan across channels in groups
 /// of `scanGroup` a thread, or in chunks of `scanChunk` steps, one with few
 /// channels spread over about `scanSpread` threads in chunks (by warps with
-/// `scanWarps`), an output of
+/// `scanWarps`; in one pass by blocks of `scanBlocks` threads instead when
+/// that is > 0), an output of
 /// `streamStoreBytes` or more in vectors for recur-stream-stores; a recurrent
 /// gla a thread per output column with `glaColumnThreads` (in chunks of
 /// `glaColumnChunk` steps where the columns are few); window attention
@@ -64,12 +65,14 @@ std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
                             bool windowTiles, bool windowOnePass,
                             bool attentionProducts, bool glaProducts,
                             bool blockContractions, bool interchangeReductions,
-                            bool destinations, int64_t splitReductions) {
+                            bool destinations, int64_t splitReductions,
+                            int64_t scanBlocks) {
   return "convert-recur-to-loops{mark-parallel scan-group=" +
          std::to_string(scanGroup) +
          " scan-chunk=" + std::to_string(scanChunk) +
          " scan-spread=" + std::to_string(scanSpread) +
          " scan-warps=" + (scanWarps ? "true" : "false") +
+         " scan-blocks=" + std::to_string(scanBlocks) +
          " scan-unroll-bytes=" + std::to_string(scanUnrollBytes) +
          " stream-store-bytes=" + std::to_string(streamStoreBytes) +
          " gla-column-threads=" + (glaColumnThreads ? "true" : "false") +
@@ -114,7 +117,7 @@ std::string cudaLoops(const recur::CudaPipelineOptions &gpu, bool scanWarps,
                          /*glaProducts=*/false,
                          /*blockContractions=*/false,
                          /*interchangeReductions=*/false, destinations,
-                         gpu.splitReductions);
+                         gpu.splitReductions, gpu.scanBlocks);
 }
 
 void appendPipeline(OpPassManager &pm, StringRef text, StringRef what) {
@@ -196,7 +199,7 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
                             /*blockContractions=*/true,
                             /*interchangeReductions=*/true,
                             /*destinations=*/true,
-                            /*splitReductions=*/0);
+                            /*splitReductions=*/0, /*scanBlocks=*/0);
   std::string text = loops + "recur-stream-stores,"
                              "func.func(recur-promote-accumulators),"
                              "recur-workspace-bound,"

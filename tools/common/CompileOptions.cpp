@@ -83,6 +83,17 @@ CompileOptions::CompileOptions(cl::OptionCategory &category)
                    "--cuda-block-threads a multiple of 32 (default off: "
                    "not yet run on a GPU; --target=cuda only)"),
           cl::cat(category)),
+      cudaScanBlocks(
+          "cuda-scan-blocks",
+          cl::desc("Where --cuda-scan-spread's form would spread a linear "
+                   "scan, it goes instead in one pass over its inputs by "
+                   "blocks of n threads, a block a tile of n x 64 bytes of "
+                   "steps of a channel loaded into shared memory, the tiles "
+                   "of a channel chained by a decoupled look-back (nothing "
+                   "goes by blocks with --cuda-scan-spread=0); 0: never, or "
+                   "32 to 1024, a multiple of 32 (default 0: not yet run on "
+                   "a GPU; --target=cuda only)"),
+          cl::value_desc("n"), cl::init(0), cl::cat(category)),
       cudaWindowOnePass(
           "cuda-window-one-pass",
           cl::desc("Window attention whose query and value channels are "
@@ -140,13 +151,15 @@ CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
         cudaScanUnrollBytes.getNumOccurrences() ||
         cudaScanSpread.getNumOccurrences() ||
         cudaScanWarps.getNumOccurrences() ||
+        cudaScanBlocks.getNumOccurrences() ||
         cudaWindowOnePass.getNumOccurrences() ||
         cudaGlaColumnChunk.getNumOccurrences() ||
         cudaSplitReductions.getNumOccurrences())
-      return std::string("--cuda-block-threads, --cuda-scan-unroll-bytes, "
-                         "--cuda-scan-spread, --cuda-scan-warps, "
-                         "--cuda-window-one-pass, --cuda-gla-column-chunk "
-                         "and --cuda-split-reductions need --target=cuda");
+      return std::string(
+          "--cuda-block-threads, --cuda-scan-unroll-bytes, "
+          "--cuda-scan-spread, --cuda-scan-warps, "
+          "--cuda-scan-blocks, --cuda-window-one-pass, --cuda-gla-column-chunk "
+          "and --cuda-split-reductions need --target=cuda");
     return std::nullopt;
   }
   if (cudaBlockThreads < 1 || cudaBlockThreads > 1024)
@@ -164,6 +177,12 @@ CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
   if (cudaSplitReductions < 0 || cudaSplitReductions > (int64_t(1) << 24))
     return "--cuda-split-reductions must be 0 to 16777216, not " +
            std::to_string(cudaSplitReductions);
+  if (cudaScanBlocks != 0 &&
+      (cudaScanBlocks < mlir::recur::kWarpLanes || cudaScanBlocks > 1024 ||
+       cudaScanBlocks % mlir::recur::kWarpLanes != 0))
+    return "--cuda-scan-blocks must be 0, or 32 to 1024 and a multiple of "
+           "32, not " +
+           std::to_string(cudaScanBlocks);
   if (cudaScanWarps && cudaBlockThreads % mlir::recur::kWarpLanes != 0)
     return "--cuda-scan-warps needs --cuda-block-threads a multiple of " +
            std::to_string(mlir::recur::kWarpLanes) + ", not " +
@@ -172,6 +191,7 @@ CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
   cuda->scanUnrollBytes = cudaScanUnrollBytes;
   cuda->scanSpread = cudaScanSpread;
   cuda->scanWarps = cudaScanWarps;
+  cuda->scanBlocks = cudaScanBlocks;
   cuda->windowOnePass = cudaWindowOnePass;
   cuda->glaColumnChunk = cudaGlaColumnChunk;
   cuda->splitReductions = cudaSplitReductions;

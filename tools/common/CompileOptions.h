@@ -40,6 +40,7 @@ struct CompileOptions {
   llvm::cl::opt<int64_t> cudaScanUnrollBytes;
   llvm::cl::opt<int64_t> cudaScanSpread;
   llvm::cl::opt<bool> cudaScanWarps;
+  llvm::cl::opt<int64_t> cudaScanBlocks;
   llvm::cl::opt<bool> cudaWindowOnePass;
   llvm::cl::opt<int64_t> cudaGlaColumnChunk;
   llvm::cl::opt<int64_t> cudaSplitReductions;

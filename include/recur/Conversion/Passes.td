@@ -187,6 +187,24 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "(Hillis and Steele) and the carry comes from lane 31. The lanes "
            "are the innermost loop of their nest, tagged "
            "`recur.warp_lanes`">,
+    Option<"scanBlocks", "scan-blocks", "int64_t", /*default=*/"0",
+           "With N > 0, where scan-spread's form would spread a "
+           "linear_scan, it goes instead in one pass over its inputs in "
+           "tiles of N k steps of a channel (k: 64 bytes of the element), "
+           "a GPU block of N threads a tile, the tiles of a channel chained "
+           "by a decoupled look-back through atomically written statuses "
+           "(for the GPU, where recur-gpu-offload makes the loop over the "
+           "tiles, tagged `recur.gpu_block`, a launch of blocks, and its "
+           "loops tagged `recur.block_threads` the block's threads with "
+           "barriers between them and its buffers shared memory; the same "
+           "loops run on the CPU). 0: never">,
+    Option<"scanBlocksAggregatesOnly", "scan-blocks-aggregates-only",
+           "bool", /*default=*/"false",
+           "scan-blocks' tiles publish their end state with flag 1 (an "
+           "aggregate) but for a channel's first, so that each look-back "
+           "composes every tile's aggregate back to the channel's first "
+           "tile: the path a tile takes when the tiles before it are still "
+           "running, taken on the CPU's sequential loops too (for tests)">,
     Option<"scanWarpsEmulated", "scan-warps-emulated", "bool",
            /*default=*/"false",
            "scan-warps' form with a warp's 32 lanes side by side in each "
@@ -294,6 +312,7 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
     "::mlir::gpu::GPUDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect",
     "::mlir::vector::VectorDialect"
@@ -768,6 +787,22 @@ def RecurGpuOffload : Pass<"recur-gpu-offload", "::mlir::func::FuncOp"> {
       default; the CUDA pipeline's 128) over its `N` flattened
       iterations (each thread recovers its indices, the last dimension
       fastest, and skips when past the end), guarded by `N > 0`;
+    - an `scf.parallel` tagged `recur.gpu_block` (linear_scan's block
+      form): one `gpu.launch` of a block per iteration, of N threads, N the
+      largest trip count of the loops from 0 to a constant tagged
+      `recur.block_threads` at its block level (its body, and loops and
+      branches there carrying nothing). Every thread runs the body: each
+      such loop becomes iteration `i` in thread `i` (skipped past its
+      end), with a `gpu.barrier` before and after; a run of ops that write
+      memory (with the pure ops after them) runs in thread 0 alone, between
+      barriers, the values it computes that later ops use shared through
+      one-element block buffers; the rest (index arithmetic, reads, the
+      loops and branches around the threads) runs alike in every thread.
+      The body's buffers of static shape are the block's (workgroup
+      attributions: shared memory) and their deallocations go. A
+      `memref.atomic_rmw` tagged `recur.fence_before` or
+      `recur.fence_after` gets an `llvm.fence acq_rel` before or after it
+      (the NVPTX backend makes atomics relaxed);
     - a host-level `memref.copy`: the same, as a parallel copy loop;
     - an `scf.for` or `scf.if` that contains parallel loops, whose bounds
       and condition the host computes and whose carried values are buffers
@@ -808,6 +843,7 @@ def RecurGpuOffload : Pass<"recur-gpu-offload", "::mlir::func::FuncOp"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect"
   ];

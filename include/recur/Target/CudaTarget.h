@@ -44,6 +44,7 @@ struct CudaTargetOptions {
   int64_t scanUnrollBytes = kDefaultCudaScanUnrollBytes;
   int64_t scanSpread = kDefaultCudaScanSpread;
   bool scanWarps = false;
+  int64_t scanBlocks = 0;
   bool windowOnePass = true;
   int64_t glaColumnChunk = kDefaultCudaGlaColumnChunk;
   int64_t splitReductions = kDefaultCudaSplitReductions;

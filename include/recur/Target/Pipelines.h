@@ -67,6 +67,10 @@ struct CudaPipelineOptions {
   /// shuffles (convert-recur-to-loops' scan-warps), instead of a thread
   /// each.
   bool scanWarps = false;
+  /// Where those scans would spread, the threads of a block of their block
+  /// form instead: one pass, a block a tile, the tiles chained by a
+  /// decoupled look-back (convert-recur-to-loops' scan-blocks; 0: none).
+  int64_t scanBlocks = 0;
   /// Whether window attention goes in one pass over each query's keys, its
   /// sums in registers, where its channels allow
   /// (convert-recur-to-loops' window-one-pass), instead of a row of logits

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -110,6 +111,23 @@ public:
     for (gpu::LaunchOp launch : launches)
       if (failed(finishLaunch(launch)))
         return signalPassFailure();
+    // The fences LLVM's NVPTX backend leaves out of acquire-release
+    // atomics, where the form that made them asked (kFenceBeforeAttrName,
+    // kFenceAfterAttrName).
+    func.walk([](memref::AtomicRMWOp atomic) {
+      bool before = atomic->hasAttr(kFenceBeforeAttrName);
+      bool after = atomic->hasAttr(kFenceAfterAttrName);
+      if (!atomic->getParentOfType<gpu::LaunchOp>() || (!before && !after))
+        return;
+      OpBuilder b(atomic);
+      if (before)
+        LLVM::FenceOp::create(b, atomic.getLoc(),
+                              LLVM::AtomicOrdering::acq_rel);
+      b.setInsertionPointAfter(atomic);
+      if (after)
+        LLVM::FenceOp::create(b, atomic.getLoc(),
+                              LLVM::AtomicOrdering::acq_rel);
+    });
   }
 
 private:
@@ -303,10 +321,13 @@ private:
       if (failed(flushGroup(group)))
         return failure();
       switch (place) {
-      case Place::Parallel:
-        if (failed(launchParallel(cast<scf::ParallelOp>(op))))
+      case Place::Parallel: {
+        auto loop = cast<scf::ParallelOp>(op);
+        if (failed(loop->hasAttr(kGpuBlockAttrName) ? launchBlocks(loop)
+                                                    : launchParallel(loop)))
           return failure();
         break;
+      }
       case Place::Copy: {
         auto copy = cast<memref::CopyOp>(op);
         OpBuilder b(copy);
@@ -455,6 +476,300 @@ private:
     loop.erase();
     launches.push_back(launch);
     return success();
+  }
+
+  /// The threads of the blocks of `loop` (kGpuBlockAttrName): the largest
+  /// trip count of its loops tagged kBlockThreadsAttrName, each from 0 to a
+  /// constant with step 1, at block level (in its body or in loops and
+  /// branches of it that hold such loops); none elsewhere.
+  FailureOr<int64_t> threadsOfBlocks(scf::ParallelOp loop) {
+    int64_t threads = 0;
+    WalkResult result = loop.getBody()->walk([&](scf::ForOp inner) {
+      if (!inner->hasAttr(kBlockThreadsAttrName))
+        return WalkResult::advance();
+      std::optional<int64_t> lb = getConstantIntValue(inner.getLowerBound());
+      std::optional<int64_t> ub = getConstantIntValue(inner.getUpperBound());
+      std::optional<int64_t> step = getConstantIntValue(inner.getStep());
+      bool blockLevel = true;
+      for (Operation *p = inner->getParentOp(); p != loop; p = p->getParentOp())
+        blockLevel &=
+            isa<scf::ForOp, scf::IfOp>(p) && !p->hasAttr(kBlockThreadsAttrName);
+      if (!lb || *lb != 0 || !step || *step != 1 || !ub || *ub < 1 ||
+          *ub > 1024 || !blockLevel) {
+        inner.emitError("cannot run on the GPU: the threads of a block must "
+                        "be a loop from 0 to at most 1024 step 1 at the "
+                        "block's level");
+        return WalkResult::interrupt();
+      }
+      threads = std::max(threads, *ub);
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      return failure();
+    return threads;
+  }
+
+  /// Replaces `loop` (kGpuBlockAttrName) by a launch of a block per
+  /// iteration (flattened, the last dimension fastest), of as many threads
+  /// as its widest loop of threads (threadsOfBlocks). Its body runs in every
+  /// thread (buildBlockLevel): the loops of threads become a guarded
+  /// iteration a thread, between barriers; the ops that write memory run in
+  /// the first thread alone, their results shared through block memory;
+  /// the rest (index arithmetic, reads, the control flow around the loops
+  /// of threads) in every thread alike; its buffers of static shape are
+  /// block memory (workgroup attributions).
+  LogicalResult launchBlocks(scf::ParallelOp loop) {
+    FailureOr<int64_t> threadCount = threadsOfBlocks(loop);
+    if (failed(threadCount))
+      return failure();
+    if (*threadCount == 0) {
+      loop->removeAttr(kGpuBlockAttrName);
+      return launchParallel(loop);
+    }
+    Location loc = loop.getLoc();
+    OpBuilder b(loop);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value total = arith::ConstantIndexOp::create(b, loc, 1);
+    SmallVector<Value> counts;
+    for (auto [lb, ub, step] : llvm::zip(
+             loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
+      Value span = arith::SubIOp::create(b, loc, ub, lb);
+      Value n = arith::CeilDivSIOp::create(b, loc, span, step);
+      n = arith::MaxSIOp::create(b, loc, n, zero);
+      counts.push_back(n);
+      total = arith::MulIOp::create(b, loc, total, n);
+    }
+    Value any =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, total, zero);
+    auto guard = scf::IfOp::create(b, loc, any, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(guard.thenBlock());
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value threads = arith::ConstantIndexOp::create(b, loc, *threadCount);
+    auto launch =
+        gpu::LaunchOp::create(b, loc, total, one, one, threads, one, one);
+    Block &body = launch.getBody().front();
+    b.setInsertionPointToEnd(&body);
+    auto terminator = gpu::TerminatorOp::create(b, loc);
+    b.setInsertionPoint(terminator);
+    IRMapping mapping;
+    Value rest = launch.getBlockIds().x;
+    unsigned rank = loop.getNumLoops();
+    for (unsigned k = rank; k-- > 0;) {
+      Value i = k == 0 ? rest : arith::RemSIOp::create(b, loc, rest, counts[k]);
+      if (k != 0)
+        rest = arith::DivSIOp::create(b, loc, rest, counts[k]);
+      Value scaled = arith::MulIOp::create(b, loc, i, loop.getStep()[k]);
+      mapping.map(
+          loop.getInductionVars()[k],
+          arith::AddIOp::create(b, loc, loop.getLowerBound()[k], scaled));
+    }
+    BlockLevel level{launch, launch.getThreadIds().x, mapping};
+    if (failed(buildBlockLevel(level, *loop.getBody(), b)))
+      return failure();
+    loop.erase();
+    launches.push_back(launch);
+    return success();
+  }
+
+  /// What buildBlockLevel builds into: the launch, this thread's index, the
+  /// mapping of the loop's values to the launch's, and whether the last op
+  /// built is a barrier.
+  struct BlockLevel {
+    gpu::LaunchOp launch;
+    Value thread;
+    IRMapping &mapping;
+    bool barrier = false;
+  };
+
+  void barrier(BlockLevel &level, OpBuilder &b, Location loc) {
+    if (!level.barrier)
+      gpu::BarrierOp::create(b, loc);
+    level.barrier = true;
+  }
+
+  /// Builds the ops of `block` (the block level of a kGpuBlockAttrName
+  /// loop) at `b` for every thread of the block (see launchBlocks).
+  LogicalResult buildBlockLevel(BlockLevel &level, Block &block, OpBuilder &b) {
+    auto containsThreads = [](Operation *op) {
+      return op
+          ->walk([](scf::ForOp inner) {
+            return inner->hasAttr(kBlockThreadsAttrName)
+                       ? WalkResult::interrupt()
+                       : WalkResult::advance();
+          })
+          .wasInterrupted();
+    };
+    size_t skip = 0;
+    for (Operation &op : block.without_terminator()) {
+      if (skip > 0) {
+        --skip;
+        continue;
+      }
+      Location loc = op.getLoc();
+      auto loop = dyn_cast<scf::ForOp>(op);
+      // The block's threads: thread i runs iteration i, between barriers.
+      if (loop && loop->hasAttr(kBlockThreadsAttrName)) {
+        barrier(level, b, loc);
+        Value inRange = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::ult, level.thread,
+            level.mapping.lookupOrDefault(loop.getUpperBound()));
+        auto inside = scf::IfOp::create(b, loc, inRange, false);
+        OpBuilder tb = OpBuilder::atBlockBegin(inside.thenBlock());
+        level.mapping.map(loop.getInductionVar(), level.thread);
+        for (auto [arg, init] :
+             llvm::zip_equal(loop.getRegionIterArgs(), loop.getInitArgs()))
+          level.mapping.map(arg, level.mapping.lookupOrDefault(init));
+        for (Operation &inner : loop.getBody()->without_terminator())
+          tb.clone(inner, level.mapping);
+        // In place (recur-parallelize-loops checked): the loop's results
+        // are the buffers it was given.
+        for (auto [result, init] :
+             llvm::zip_equal(loop.getResults(), loop.getInitArgs()))
+          level.mapping.map(result, level.mapping.lookupOrDefault(init));
+        level.barrier = false;
+        barrier(level, b, loc);
+        continue;
+      }
+      // Control flow around threads: every thread takes it alike (its
+      // operands are computed alike in every thread).
+      if (containsThreads(&op)) {
+        if (loop && loop.getNumResults() == 0) {
+          auto copy = scf::ForOp::create(
+              b, loc, level.mapping.lookupOrDefault(loop.getLowerBound()),
+              level.mapping.lookupOrDefault(loop.getUpperBound()),
+              level.mapping.lookupOrDefault(loop.getStep()));
+          level.mapping.map(loop.getInductionVar(), copy.getInductionVar());
+          OpBuilder inner(copy.getBody()->getTerminator());
+          barrier(level, inner, loc);
+          if (failed(buildBlockLevel(level, *loop.getBody(), inner)))
+            return failure();
+          barrier(level, inner, loc);
+          continue;
+        }
+        if (auto branch = dyn_cast<scf::IfOp>(op);
+            branch && branch.getNumResults() == 0) {
+          auto copy = scf::IfOp::create(
+              b, loc, level.mapping.lookupOrDefault(branch.getCondition()),
+              /*withElseRegion=*/!branch.getElseRegion().empty());
+          bool before = level.barrier;
+          OpBuilder tb(copy.thenBlock()->getTerminator());
+          if (failed(buildBlockLevel(level, *branch.thenBlock(), tb)))
+            return failure();
+          barrier(level, tb, loc);
+          if (!branch.getElseRegion().empty()) {
+            level.barrier = before;
+            OpBuilder eb(copy.elseBlock()->getTerminator());
+            if (failed(buildBlockLevel(level, *branch.elseBlock(), eb)))
+              return failure();
+            barrier(level, eb, loc);
+          }
+          level.barrier = false;
+          continue;
+        }
+        return op.emitError("cannot run on the GPU: the threads of a block "
+                            "inside a loop or branch that carries values");
+      }
+      // The block's buffers: block memory.
+      if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+        MemRefType type = alloc.getType();
+        if (!type.hasStaticShape() || !type.getLayout().isIdentity())
+          return alloc.emitError("cannot run on the GPU: a block's buffer ")
+                 << type << " of dynamic shape";
+        level.mapping.map(
+            alloc.getResult(),
+            level.launch.addWorkgroupAttribution(workgroupType(type), loc));
+        continue;
+      }
+      if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
+        if (!isa<BlockArgument>(
+                level.mapping.lookupOrDefault(dealloc.getMemref())))
+          return op.emitError("cannot run on the GPU: a block frees a buffer "
+                              "it did not allocate");
+        continue;
+      }
+      if (!writesMemory(&op)) {
+        b.clone(op, level.mapping);
+        // A read must be over before the next writes.
+        if (!isMemoryEffectFree(&op))
+          level.barrier = false;
+        continue;
+      }
+      // Writes: the first thread alone, with the ops after them that write
+      // memory or touch none, their results used later shared.
+      SmallVector<Operation *> run{&op};
+      for (Operation *next = op.getNextNode();
+           next && !next->hasTrait<OpTrait::IsTerminator>() &&
+           !isa<memref::AllocOp, memref::DeallocOp>(next) &&
+           !containsThreads(next) &&
+           (writesMemory(next) || isMemoryEffectFree(next));
+           next = next->getNextNode())
+        run.push_back(next);
+      barrier(level, b, loc);
+      Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+      Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          level.thread, zero);
+      auto single = scf::IfOp::create(b, loc, first, false);
+      OpBuilder sb(single.thenBlock()->getTerminator());
+      DenseSet<Operation *> members(run.begin(), run.end());
+      auto inRun = [&](Operation *user) {
+        for (Operation *o = user; o; o = o->getParentOp())
+          if (members.contains(o))
+            return true;
+        return false;
+      };
+      SmallVector<std::pair<Value, Value>> shared;
+      for (Operation *member : run)
+        sb.clone(*member, level.mapping);
+      for (Operation *member : run) {
+        for (Value result : member->getResults()) {
+          if (llvm::all_of(result.getUsers(), inRun))
+            continue;
+          if (!MemRefType::isValidElementType(result.getType()))
+            return member->emitError("cannot run on the GPU: a value of type ")
+                   << result.getType() << " shared by a block's threads";
+          Value slot = level.launch.addWorkgroupAttribution(
+              workgroupType(MemRefType::get({1}, result.getType())), loc);
+          memref::StoreOp::create(sb, loc, level.mapping.lookup(result), slot,
+                                  zero);
+          shared.push_back({result, slot});
+        }
+      }
+      level.barrier = false;
+      barrier(level, b, loc);
+      // Only a later run writes a slot again, after a barrier.
+      for (auto [result, slot] : shared)
+        level.mapping.map(result, memref::LoadOp::create(b, loc, slot, zero));
+      // The loop's iterator skips the run's other ops.
+      skip = run.size() - 1;
+    }
+    return success();
+  }
+
+  /// `type` in block (workgroup) memory.
+  static MemRefType workgroupType(MemRefType type) {
+    return MemRefType::get(
+        type.getShape(), type.getElementType(), MemRefLayoutAttrInterface(),
+        gpu::AddressSpaceAttr::get(
+            type.getContext(), gpu::GPUDialect::getWorkgroupAddressSpace()));
+  }
+
+  /// Whether `op` or an op nested in it writes memory (or says nothing of
+  /// its effects); allocation and deallocation inside do not count.
+  static bool writesMemory(Operation *op) {
+    return op
+        ->walk([&](Operation *inner) {
+          if (isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp>(inner))
+            return WalkResult::advance();
+          if (inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+            return WalkResult::advance();
+          auto iface = dyn_cast<MemoryEffectOpInterface>(inner);
+          if (!iface)
+            return WalkResult::interrupt();
+          return iface.hasEffect<MemoryEffects::Write>()
+                     ? WalkResult::interrupt()
+                     : WalkResult::advance();
+        })
+        .wasInterrupted();
   }
 
   /// Makes the body of `launch` valid device code: static allocations

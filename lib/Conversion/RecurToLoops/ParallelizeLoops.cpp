@@ -163,6 +163,9 @@ void forEachRoot(Value value, scf::ForOp loop, bool placed,
 /// lands at a position placed by the induction variable.
 bool capturedWritesOwnElements(scf::ForOp loop) {
   WalkResult result = loop.getBody()->walk([&](Operation *op) {
+    // Atomic updates (the block form's statuses) do not race.
+    if (isa<memref::AtomicRMWOp, memref::GenericAtomicRMWOp>(op))
+      return WalkResult::advance();
     for (Value operand : op->getOperands()) {
       if (!isa<MemRefType>(operand.getType()) ||
           !hasEffect<MemoryEffects::Write>(op, operand))
@@ -271,7 +274,40 @@ struct RecurParallelizeLoopsPass
     // result (the same value) to one element: their iteration arguments'
     // writes are not checked. They exchange values by gpu.shuffle, so they
     // must run in parallel: otherwise an error.
+    // The threads of a block (kBlockThreadsAttrName) stay scf.for, but
+    // must update their buffers in place, each its own elements:
+    // recur-gpu-offload runs them side by side.
+    WalkResult threads = func.walk([&](scf::ForOp loop) {
+      if (!loop->hasAttr(kBlockThreadsAttrName) ||
+          (yieldsInPlace(loop) &&
+           llvm::all_of(loop.getRegionIterArgs(),
+                        [&](Value arg) {
+                          return writesOwnElements(arg, loop,
+                                                   /*indexed=*/false);
+                        }) &&
+           capturedWritesOwnElements(loop)))
+        return WalkResult::advance();
+      loop.emitError("the threads of a block cannot run side by side: "
+                     "bufferization did not update their buffers in place, "
+                     "each thread its own elements");
+      return WalkResult::interrupt();
+    });
+    if (threads.wasInterrupted())
+      return signalPassFailure();
+
     for (scf::ForOp loop : tagged) {
+      bool blocks = loop->hasAttr(kGpuBlockAttrName);
+      if (blocks) {
+        if (!writesInPlace(loop)) {
+          loop.emitError("the blocks of a block form cannot run in "
+                         "parallel: bufferization did not update their "
+                         "buffers in place");
+          return signalPassFailure();
+        }
+        toParallel(rewriter, loop)
+            ->setAttr(kGpuBlockAttrName, rewriter.getUnitAttr());
+        continue;
+      }
       bool lanes = loop->hasAttr(kWarpLanesAttrName);
       if (lanes ? yieldsInPlace(loop) && capturedWritesOwnElements(loop)
                 : writesInPlace(loop)) {
@@ -309,6 +345,10 @@ struct RecurParallelizeLoopsPass
         }
         parallel->removeAttr(kWarpLanesAttrName);
       }
+      // A block form inside another parallel loop runs in its thread, its
+      // blocks and their threads one after another.
+      if (inner)
+        parallel->removeAttr(kGpuBlockAttrName);
       if (inner && parallel.getNumReductions() == 0)
         nested.push_back(parallel);
       return WalkResult::advance();

@@ -29,7 +29,10 @@ namespace recur::loops {
 /// with `scanSpread` > 0 and few channels, in chunks of at least
 /// `scanSpreadChunk` steps over about `scanSpread` threads, each chunk
 /// swept by the lanes of a GPU warp with `scanWarps`, or by the lanes side
-/// by side in one iteration with `emulateWarps`), and a
+/// by side in one iteration with `emulateWarps`; with `scanBlocks` > 0,
+/// where it would spread, in one pass by blocks of that many threads
+/// instead, with `blockAggregatesOnly` every look-back back to the
+/// channel's first tile), and a
 /// recurrent gla runs a thread per output column when `glaColumnThreads`
 /// is set; a chunked gated_linear_attention and
 /// gated_linear_attention_grad take their product form where it applies
@@ -39,7 +42,8 @@ void populateScanPatterns(RewritePatternSet &patterns, int64_t scanGroup,
                           int64_t scanUnrollBytes, bool glaColumnThreads,
                           int64_t scanSpread, int64_t scanSpreadChunk,
                           bool scanWarps, bool emulateWarps, bool glaProducts,
-                          int64_t glaColumnChunk);
+                          int64_t glaColumnChunk, int64_t scanBlocks,
+                          bool blockAggregatesOnly);
 
 /// The longest chunk the product forms of gated_linear_attention and its
 /// grad take (GlaProducts.cpp): their decays must then be at least

@@ -56,7 +56,7 @@ struct ConvertRecurToLoopsPass
         patterns, scanGroup, scanChunk, streamStoreBytes, scanUnrollBytes,
         glaColumnThreads, windowTiles, attentionProducts, scanSpread,
         scanSpreadChunk, scanWarps, scanWarpsEmulated, glaProducts,
-        windowOnePass, glaColumnChunk);
+        windowOnePass, glaColumnChunk, scanBlocks, scanBlocksAggregatesOnly);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
@@ -75,11 +75,12 @@ void mlir::recur::populateRecurToLoopsPatterns(
     int64_t streamStoreBytes, int64_t scanUnrollBytes, bool glaColumnThreads,
     bool windowTiles, bool attentionProducts, int64_t scanSpread,
     int64_t scanSpreadChunk, bool scanWarps, bool emulateWarps,
-    bool glaProducts, bool windowOnePass, int64_t glaColumnChunk) {
-  loops::populateScanPatterns(patterns, scanGroup, scanChunk, streamStoreBytes,
-                              scanUnrollBytes, glaColumnThreads, scanSpread,
-                              scanSpreadChunk, scanWarps, emulateWarps,
-                              glaProducts, glaColumnChunk);
+    bool glaProducts, bool windowOnePass, int64_t glaColumnChunk,
+    int64_t scanBlocks, bool blockAggregatesOnly) {
+  loops::populateScanPatterns(
+      patterns, scanGroup, scanChunk, streamStoreBytes, scanUnrollBytes,
+      glaColumnThreads, scanSpread, scanSpreadChunk, scanWarps, emulateWarps,
+      glaProducts, glaColumnChunk, scanBlocks, blockAggregatesOnly);
   loops::populateGatePatterns(patterns);
   loops::populateAttentionPatterns(patterns, windowTiles, windowOnePass,
                                    attentionProducts);

@@ -19,7 +19,9 @@
 #include "mlir/Dialect/Complex/IR/Complex.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -104,6 +106,12 @@ constexpr int64_t kMaxScalarChannels = 2;
 constexpr int64_t kSpreadFactor = 8;
 constexpr int64_t kMaxSpreadLevels = 2;
 constexpr StringLiteral kSpreadLevelAttrName = "recur.spread_level";
+
+/// The block form (scan-blocks): at most a GPU block's 1024 threads, and
+/// one element of padding every kSharedBanks of a block buffer (the banks
+/// of a GPU's shared memory, 32 bits each).
+constexpr int64_t kMaxBlockThreads = 1024;
+constexpr int64_t kSharedBanks = 32;
 
 /// One of a float or complex type.
 Value oneOf(OpBuilder &b, Location loc, Type elem) {
@@ -236,7 +244,8 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
   LinearScanToLoops(MLIRContext *context, int64_t scanGroup, int64_t scanChunk,
                     int64_t streamStoreBytes, int64_t scanUnrollBytes,
                     int64_t scanSpread, int64_t scanSpreadChunk, bool scanWarps,
-                    bool emulateWarps)
+                    bool emulateWarps, int64_t scanBlocks,
+                    bool blockAggregatesOnly)
       : OpRewritePattern(context),
         scanGroup(scanGroup == kScanGroupByThreads
                       ? kScanGroupByThreads
@@ -246,7 +255,9 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
         scanUnrollBytes(std::max<int64_t>(scanUnrollBytes, 0)),
         scanSpread(std::max<int64_t>(scanSpread, 0)),
         scanSpreadChunk(std::max<int64_t>(scanSpreadChunk, 1)),
-        scanWarps(scanWarps || emulateWarps), emulateWarps(emulateWarps) {
+        scanWarps(scanWarps || emulateWarps), emulateWarps(emulateWarps),
+        scanBlocks(std::clamp<int64_t>(scanBlocks, 0, kMaxBlockThreads)),
+        blockAggregatesOnly(blockAggregatesOnly) {
     // The spread form's carries are a linear_scan of their own, lowered by
     // this pattern again (at most kMaxSpreadLevels deep).
     setHasBoundedRewriteRecursion();
@@ -273,6 +284,19 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
   /// iteration instead of a loop of them exchanging values by gpu.shuffle:
   /// the same arithmetic, runnable on the CPU (a test of the form).
   bool emulateWarps;
+  /// Threads of a block of the block form (0: none; see buildBlocks).
+  int64_t scanBlocks;
+  /// Whether the block form's tiles publish only aggregates but for a
+  /// channel's first (for tests: each look-back then composes aggregates
+  /// back to the channel's first tile).
+  bool blockAggregatesOnly;
+
+  /// The steps each thread of the block form takes: 64 bytes of the element
+  /// (16 f32, 8 f64 or complex<f32>, 4 complex<f64>), so that a tile of a
+  /// block of n threads is n * 64 bytes of each input.
+  static int64_t blockSteps(Type elem) {
+    return std::max<int64_t>(64 / elementBytes(elem).value_or(64), 1);
+  }
 
   /// The steps an iteration of a scan one channel at a time takes: those of
   /// scanUnrollBytes of each input (at least 1, at most kMaxScanUnroll).
@@ -888,7 +912,10 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
     // warps, of max(scanSpreadChunk, ceil(32 T c / scanSpread)) rounded up
     // to a warp's loads (only a channel's last chunk then has steps past
     // its end).
-    auto chunked = [&](OpBuilder &b) {
+    auto chunked = [&](OpBuilder &b) -> SmallVector<Value> {
+      if (scanBlocks > 0)
+        return buildBlocks(b, loc, op, sizes, lastSizes, hInit, lastInit, aAt,
+                           carryInit);
       Value steps = arith::MulIOp::create(b, loc, sizes[axis], channels);
       if (scanWarps)
         steps = arith::MulIOp::create(b, loc, steps,
@@ -936,6 +963,433 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
           buildByChannel(eb, loc, op, sizes, hInit, lastInit, aAt, carryInit));
     }
     return SmallVector<Value>(choice.getResults());
+  }
+
+  /// The block form (scan-blocks, recurc's --cuda-scan-blocks), for a GPU,
+  /// in place of the spread form where that would spread: one pass over
+  /// the inputs in tiles of S = n k steps of one channel (n = scanBlocks
+  /// threads of a block, k = blockSteps), a block a tile, the tiles of a
+  /// channel chained by a decoupled look-back (Merrill and Garland, 2016).
+  /// The loop over the tiles (channel-major) is tagged kGpuBlockAttrName;
+  /// in it, the loops from 0 to n tagged kBlockThreadsAttrName are the
+  /// block's threads (recur-gpu-offload: a barrier between them), the rest
+  /// runs once per block (on the GPU by its first thread, where it writes
+  /// memory). In each tile:
+  ///  - the threads load its steps' a and x, thread i steps i + n m
+  ///    (neighbouring threads on neighbouring steps where time is the
+  ///    innermost dimension), into block buffers (shared memory), one
+  ///    element of padding every kSharedBanks so that the reads of the next
+  ///    two loops, thread i steps i k to i k + k - 1, fall in distinct
+  ///    banks; steps past the end are the identity (a = 1, x = 0);
+  ///  - thread i composes its k steps from the identity: (A_i, X_i);
+  ///  - once per block, the exclusive prefixes of those (P_i: threads 0 to
+  ///    i - 1 composed) and the tile's composition (A, X);
+  ///  - once per block, the state entering the tile: the channel's initial
+  ///    state for its first tile; otherwise the tile publishes (A, X) with
+  ///    flag 1 (an aggregate) and walks back over the tiles before it,
+  ///    waiting for each one's flag, composing their aggregates until one
+  ///    has published its end state (flag 2, an inclusive prefix). Every
+  ///    tile then publishes its end state A h + X with flag 2. The
+  ///    statuses are read and written by atomics (acquire-release; on the
+  ///    GPU a fence between a tile's values and its flag, and between a
+  ///    flag read and the values read after it); the tiles of a channel are
+  ///    consecutive blocks, and a GPU starts blocks in order, so a block waits
+  ///    only on blocks already running (as CUB's scans do). On the CPU (the
+  ///    parallel loop over tiles in OpenMP threads) a thread waits only on
+  ///    tiles before its own, which earlier threads, or itself, run in order;
+  ///  - thread i runs its k steps again from P_i applied to that state,
+  ///    writing the states over its x in the block buffer; then the
+  ///    threads store them as they loaded (thread i steps i + n m).
+  /// Then a nest over the channels takes each one's last state from its
+  /// last tile's status. The inputs are read once and the states written once.
+  template <typename AAt, typename CarryInit>
+  SmallVector<Value>
+  buildBlocks(OpBuilder &rewriter, Location loc, LinearScanOp op,
+              ArrayRef<Value> sizes, ArrayRef<Value> lastSizes, Value hInit,
+              Value lastInit, AAt &aAt, CarryInit &carryInit) const {
+    int64_t axis = op.getAxisAttr().getInt();
+    Type elem = cast<RankedTensorType>(op.getH().getType()).getElementType();
+    auto complexType = dyn_cast<ComplexType>(elem);
+    Type part = complexType ? complexType.getElementType() : elem;
+    int64_t parts = complexType ? 2 : 1;
+    int64_t threads = scanBlocks;
+    int64_t steps = blockSteps(elem);
+    int64_t tile = threads * steps;
+    Value length = sizes[axis];
+    OpBuilder &b = rewriter;
+    Value zeroIdx = indexConst(b, loc, 0);
+    Value oneIdx = indexConst(b, loc, 1);
+    Value channels = oneIdx;
+    for (Value size : lastSizes)
+      channels = arith::MulIOp::create(b, loc, channels, size);
+    Value perChannel =
+        arith::CeilDivUIOp::create(b, loc, length, indexConst(b, loc, tile));
+    Value tiles = arith::MulIOp::create(b, loc, channels, perChannel);
+
+    // The tiles' statuses: a flag (0: nothing yet, 1: aggregate, 2:
+    // inclusive), their aggregates (A, X) and end states H, a complex
+    // value as its two parts.
+    Type i32 = b.getI32Type();
+    auto flagType = MemRefType::get({ShapedType::kDynamic}, i32);
+    auto valueType = MemRefType::get({ShapedType::kDynamic}, part);
+    Value flags = memref::AllocOp::create(b, loc, flagType, tiles);
+    linalg::FillOp::create(
+        b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, 0, 32)},
+        ValueRange{flags});
+    Value slots =
+        arith::MulIOp::create(b, loc, tiles, indexConst(b, loc, parts));
+    Value statusA = memref::AllocOp::create(b, loc, valueType, slots);
+    Value statusX = memref::AllocOp::create(b, loc, valueType, slots);
+    Value statusH = memref::AllocOp::create(b, loc, valueType, slots);
+
+    Value identity = oneOf(b, loc, elem);
+    Value zero = zeroOf(b, loc, elem);
+    auto sharedType = [&](int64_t n) {
+      return RankedTensorType::get({n + n / kSharedBanks}, elem);
+    };
+    // Element e of a block buffer, one element of padding every
+    // kSharedBanks.
+    auto padded = [&](OpBuilder &pb, Location pl, Value e) -> Value {
+      return arith::AddIOp::create(
+          pb, pl, e,
+          arith::DivUIOp::create(pb, pl, e, indexConst(pb, pl, kSharedBanks)));
+    };
+    // The threads of a block: a loop from 0 to `threads` tagged
+    // kBlockThreadsAttrName.
+    auto threadLoop = [&](OpBuilder &tb, Location tl, ValueRange init,
+                          LoopBody body) {
+      SmallVector<Value> results =
+          buildLoop(tb, tl, indexConst(tb, tl, 0), indexConst(tb, tl, threads),
+                    init, body);
+      results.front().getDefiningOp()->setAttr(kBlockThreadsAttrName,
+                                               tb.getUnitAttr());
+      return results;
+    };
+    // Atomic reads and writes of the statuses, a complex
+    // value part by part. A read adds -0.0, which changes no value.
+    auto readSlot = [&](OpBuilder &sb, Location sl, Value status, Value t) {
+      Value negZero = floatConst(sb, sl, part, -0.0);
+      SmallVector<Value> values;
+      for (int64_t p = 0; p < parts; ++p) {
+        Value at = arith::AddIOp::create(
+            sb, sl, arith::MulIOp::create(sb, sl, t, indexConst(sb, sl, parts)),
+            indexConst(sb, sl, p));
+        values.push_back(memref::AtomicRMWOp::create(
+            sb, sl, arith::AtomicRMWKind::addf, negZero, status, at));
+      }
+      return complexType
+                 ? complex::CreateOp::create(sb, sl, elem, values[0], values[1])
+                       .getResult()
+                 : values[0];
+    };
+    auto writeSlot = [&](OpBuilder &sb, Location sl, Value status, Value t,
+                         Value v) {
+      SmallVector<Value> values{v};
+      if (complexType)
+        values = {complex::ReOp::create(sb, sl, v),
+                  complex::ImOp::create(sb, sl, v)};
+      for (int64_t p = 0; p < parts; ++p) {
+        Value at = arith::AddIOp::create(
+            sb, sl, arith::MulIOp::create(sb, sl, t, indexConst(sb, sl, parts)),
+            indexConst(sb, sl, p));
+        memref::AtomicRMWOp::create(sb, sl, arith::AtomicRMWKind::assign,
+                                    values[p], status, at);
+      }
+    };
+    // The statuses' writes must be seen before their flag's, and a flag
+    // read before the statuses' reads after it: the atomics are
+    // acquire-release, but LLVM's NVPTX backend makes every atomic
+    // read-modify-write relaxed, so recur-gpu-offload puts a fence before
+    // a flag's write and after its read (kFenceBeforeAttrName,
+    // kFenceAfterAttrName).
+    auto setFlag = [&](OpBuilder &sb, Location sl, Value t, int64_t flag) {
+      memref::AtomicRMWOp::create(
+          sb, sl, arith::AtomicRMWKind::assign,
+          arith::ConstantIntOp::create(sb, sl, flag, 32), flags, t)
+          ->setAttr(kFenceBeforeAttrName, sb.getUnitAttr());
+    };
+    // (a, x) after (A, X): h -> a (A h + X) + x.
+    auto compose = [&](OpBuilder &cb, Location cl, Value a, Value x, Value A,
+                       Value X) {
+      return std::make_pair(mul(cb, cl, a, A),
+                            add(cb, cl, mul(cb, cl, a, X), x));
+    };
+
+    SmallVector<Value> results = buildNest(
+        b, loc, ValueRange{tiles}, ValueRange{hInit},
+        [&](OpBuilder &bb, Location l, ValueRange iv, ValueRange args) {
+          Value t = iv[0];
+          Value channel = arith::DivUIOp::create(bb, l, t, perChannel);
+          Value j = arith::RemUIOp::create(bb, l, t, perChannel);
+          Value start =
+              arith::MulIOp::create(bb, l, j, indexConst(bb, l, tile));
+          // The channel's indices (every dimension but the axis).
+          SmallVector<Value> outer(lastSizes.size());
+          Value rest = channel;
+          for (size_t d = lastSizes.size(); d-- > 0;) {
+            outer[d] = d == 0
+                           ? rest
+                           : arith::RemUIOp::create(bb, l, rest, lastSizes[d]);
+            if (d != 0)
+              rest = arith::DivUIOp::create(bb, l, rest, lastSizes[d]);
+          }
+          Value lastStep = arith::SubIOp::create(bb, l, length, oneIdx);
+          auto stepIndex = [&](OpBuilder &sb, Location sl, Value s) {
+            return withTimeIndex(
+                outer, axis, stepPosition(sb, sl, s, length, op.getReverse()));
+          };
+          // Thread i's m-th load and store: step start + i + n m.
+          auto strided = [&](OpBuilder &sb, Location sl, Value i, int64_t m) {
+            return arith::AddIOp::create(sb, sl, i,
+                                         indexConst(sb, sl, m * threads));
+          };
+
+          // The tile's a and x in block buffers.
+          Value bufA = privateScratch(bb, l, sharedType(tile), {});
+          Value bufX = privateScratch(bb, l, sharedType(tile), {});
+          SmallVector<Value> loaded = threadLoop(
+              bb, l, ValueRange{bufA, bufX},
+              [&](OpBuilder &tb, Location tl, ValueRange i, ValueRange buf) {
+                SmallVector<Value> as, xs, at;
+                for (int64_t m = 0; m < steps; ++m) {
+                  Value e = strided(tb, tl, i[0], m);
+                  Value s = arith::AddIOp::create(tb, tl, start, e);
+                  Value inside = arith::CmpIOp::create(
+                      tb, tl, arith::CmpIPredicate::ult, s, length);
+                  SmallVector<Value> idx = stepIndex(
+                      tb, tl, arith::MinUIOp::create(tb, tl, s, lastStep));
+                  // One statement each: argument order is unspecified.
+                  Value a = aAt(tb, tl, idx);
+                  Value x = extractAt(tb, tl, op.getB(), idx);
+                  as.push_back(
+                      arith::SelectOp::create(tb, tl, inside, a, identity));
+                  xs.push_back(
+                      arith::SelectOp::create(tb, tl, inside, x, zero));
+                  at.push_back(padded(tb, tl, e));
+                }
+                Value outA = buf[0], outX = buf[1];
+                for (int64_t m = 0; m < steps; ++m) {
+                  outA = insertAt(tb, tl, as[m], outA, at[m]);
+                  outX = insertAt(tb, tl, xs[m], outX, at[m]);
+                }
+                return SmallVector<Value>{outA, outX};
+              });
+          // Thread i's run: steps i k + m.
+          auto runStep = [&](OpBuilder &sb, Location sl, Value i,
+                             int64_t m) -> Value {
+            return padded(
+                sb, sl,
+                arith::AddIOp::create(
+                    sb, sl,
+                    arith::MulIOp::create(sb, sl, i, indexConst(sb, sl, steps)),
+                    indexConst(sb, sl, m)));
+          };
+          // Each thread's composition of its run.
+          auto aggType = RankedTensorType::get({threads}, elem);
+          SmallVector<Value> aggregates = threadLoop(
+              bb, l,
+              ValueRange{privateScratch(bb, l, aggType, {}),
+                         privateScratch(bb, l, aggType, {})},
+              [&](OpBuilder &tb, Location tl, ValueRange i, ValueRange agg) {
+                Value A = identity, X = zero;
+                for (int64_t m = 0; m < steps; ++m) {
+                  Value at = runStep(tb, tl, i[0], m);
+                  std::tie(A, X) =
+                      compose(tb, tl, extractAt(tb, tl, loaded[0], at),
+                              extractAt(tb, tl, loaded[1], at), A, X);
+                }
+                return SmallVector<Value>{insertAt(tb, tl, A, agg[0], i),
+                                          insertAt(tb, tl, X, agg[1], i)};
+              });
+          // Once per block: the exclusive prefixes and the tile's
+          // composition.
+          SmallVector<Value> prefixes = buildLoop(
+              bb, l, zeroIdx, indexConst(bb, l, threads),
+              ValueRange{privateScratch(bb, l, aggType, {}),
+                         privateScratch(bb, l, aggType, {}), identity, zero},
+              [&](OpBuilder &pb, Location pl, ValueRange i, ValueRange acc) {
+                Value preA = insertAt(pb, pl, acc[2], acc[0], i);
+                Value preX = insertAt(pb, pl, acc[3], acc[1], i);
+                auto [A, X] = compose(
+                    pb, pl, extractAt(pb, pl, aggregates[0], i),
+                    extractAt(pb, pl, aggregates[1], i), acc[2], acc[3]);
+                return SmallVector<Value>{preA, preX, A, X};
+              });
+          Value tileA = prefixes[2], tileX = prefixes[3];
+
+          // Once per block: the state entering the tile.
+          Value first = arith::CmpIOp::create(bb, l, arith::CmpIPredicate::eq,
+                                              j, zeroIdx);
+          auto entering = scf::IfOp::create(bb, l, TypeRange{elem}, first,
+                                            /*withElseRegion=*/true);
+          {
+            OpBuilder tb = OpBuilder::atBlockEnd(entering.thenBlock());
+            scf::YieldOp::create(tb, l, carryInit(tb, l, outer));
+          }
+          {
+            OpBuilder eb = OpBuilder::atBlockEnd(entering.elseBlock());
+            writeSlot(eb, l, statusA, t, tileA);
+            writeSlot(eb, l, statusX, t, tileX);
+            setFlag(eb, l, t, 1);
+            // Back from tile t - 1, composing aggregates, to the first
+            // inclusive prefix.
+            Value previous = arith::SubIOp::create(eb, l, t, oneIdx);
+            auto walk = scf::WhileOp::create(
+                eb, l, TypeRange{eb.getIndexType(), elem, elem},
+                ValueRange{previous, identity, zero});
+            {
+              Block *before = eb.createBlock(
+                  &walk.getBefore(), {},
+                  TypeRange{eb.getIndexType(), elem, elem}, {l, l, l});
+              OpBuilder wb = OpBuilder::atBlockEnd(before);
+              Value p = before->getArgument(0);
+              // Wait for tile p's flag.
+              auto wait =
+                  scf::WhileOp::create(wb, l, TypeRange{i32}, ValueRange{});
+              {
+                Block *poll = wb.createBlock(&wait.getBefore());
+                OpBuilder pb = OpBuilder::atBlockEnd(poll);
+                auto read = memref::AtomicRMWOp::create(
+                    pb, l, arith::AtomicRMWKind::ori,
+                    arith::ConstantIntOp::create(pb, l, 0, 32), flags, p);
+                read->setAttr(kFenceAfterAttrName, pb.getUnitAttr());
+                Value flag = read;
+                Value none = arith::CmpIOp::create(
+                    pb, l, arith::CmpIPredicate::eq, flag,
+                    arith::ConstantIntOp::create(pb, l, 0, 32));
+                scf::ConditionOp::create(pb, l, none, ValueRange{flag});
+                Block *again =
+                    wb.createBlock(&wait.getAfter(), {}, TypeRange{i32}, {l});
+                OpBuilder ab = OpBuilder::atBlockEnd(again);
+                scf::YieldOp::create(ab, l, ValueRange{});
+              }
+              wb.setInsertionPointAfter(wait);
+              Value aggregate = arith::CmpIOp::create(
+                  wb, l, arith::CmpIPredicate::eq, wait.getResult(0),
+                  arith::ConstantIntOp::create(wb, l, 1, 32));
+              scf::ConditionOp::create(wb, l, aggregate,
+                                       before->getArguments());
+              Block *after = eb.createBlock(
+                  &walk.getAfter(), {},
+                  TypeRange{eb.getIndexType(), elem, elem}, {l, l, l});
+              OpBuilder cb = OpBuilder::atBlockEnd(after);
+              Value q = after->getArgument(0);
+              // One statement each: argument order is unspecified.
+              Value qa = readSlot(cb, l, statusA, q);
+              Value qx = readSlot(cb, l, statusX, q);
+              auto [A, X] = compose(cb, l, after->getArgument(1),
+                                    after->getArgument(2), qa, qx);
+              scf::YieldOp::create(
+                  cb, l,
+                  ValueRange{arith::SubIOp::create(cb, l, q, oneIdx), A, X});
+            }
+            eb.setInsertionPointAfter(walk);
+            Value h = readSlot(eb, l, statusH, walk.getResult(0));
+            Value state =
+                add(eb, l, mul(eb, l, walk.getResult(1), h), walk.getResult(2));
+            scf::YieldOp::create(eb, l, state);
+          }
+          Value hIn = entering.getResult(0);
+          Value hEnd = add(bb, l, mul(bb, l, tileA, hIn), tileX);
+          writeSlot(bb, l, statusH, t, hEnd);
+          if (blockAggregatesOnly) {
+            auto publish = scf::IfOp::create(bb, l, first);
+            OpBuilder pb = OpBuilder::atBlockBegin(publish.thenBlock());
+            setFlag(pb, l, t, 2);
+          } else {
+            setFlag(bb, l, t, 2);
+          }
+
+          // Each thread's states, over its x in the block buffer.
+          Value states =
+              threadLoop(
+                  bb, l, ValueRange{loaded[1]},
+                  [&](OpBuilder &tb, Location tl, ValueRange i,
+                      ValueRange buf) {
+                    Value h =
+                        add(tb, tl,
+                            mul(tb, tl, extractAt(tb, tl, prefixes[0], i), hIn),
+                            extractAt(tb, tl, prefixes[1], i));
+                    Value out = buf[0];
+                    for (int64_t m = 0; m < steps; ++m) {
+                      Value at = runStep(tb, tl, i[0], m);
+                      h = add(tb, tl,
+                              mul(tb, tl, extractAt(tb, tl, loaded[0], at), h),
+                              extractAt(tb, tl, out, at));
+                      out = insertAt(tb, tl, h, out, at);
+                    }
+                    return SmallVector<Value>{out};
+                  })
+                  .front();
+          // Stored as loaded: thread i's steps i + n m before the end.
+          Value tail = arith::SubIOp::create(bb, l, length, start);
+          Value hOut =
+              threadLoop(
+                  bb, l, ValueRange{args[0]},
+                  [&](OpBuilder &tb, Location tl, ValueRange i,
+                      ValueRange out) {
+                    Value left = arith::SubIOp::create(
+                        tb, tl, arith::MaxUIOp::create(tb, tl, tail, i[0]),
+                        i[0]);
+                    Value count = arith::MinUIOp::create(
+                        tb, tl,
+                        arith::CeilDivUIOp::create(tb, tl, left,
+                                                   indexConst(tb, tl, threads)),
+                        indexConst(tb, tl, steps));
+                    return buildLoop(
+                        tb, tl, indexConst(tb, tl, 0), count, out,
+                        [&](OpBuilder &mb, Location ml, ValueRange m,
+                            ValueRange acc) {
+                          Value e = arith::AddIOp::create(
+                              mb, ml, i[0],
+                              arith::MulIOp::create(
+                                  mb, ml, m[0], indexConst(mb, ml, threads)));
+                          Value h =
+                              extractAt(mb, ml, states, padded(mb, ml, e));
+                          return SmallVector<Value>{
+                              insertAt(mb, ml, h, acc[0],
+                                       stepIndex(mb, ml,
+                                                 arith::AddIOp::create(
+                                                     mb, ml, start, e)))};
+                        });
+                  })
+                  .front();
+          return SmallVector<Value>{hOut};
+        });
+    results.front().getDefiningOp()->setAttr(kGpuBlockAttrName,
+                                             b.getUnitAttr());
+    // Each channel's last state: its last tile's end state.
+    Value last =
+        buildNest(
+            b, loc, lastSizes, ValueRange{lastInit},
+            [&](OpBuilder &nb, Location l, ValueRange outer, ValueRange args) {
+              Value channel = zeroIdx;
+              for (auto [index, size] : llvm::zip_equal(outer, lastSizes))
+                channel = arith::AddIOp::create(
+                    nb, l, arith::MulIOp::create(nb, l, channel, size), index);
+              Value t = arith::SubIOp::create(
+                  nb, l,
+                  arith::MulIOp::create(
+                      nb, l, arith::AddIOp::create(nb, l, channel, oneIdx),
+                      perChannel),
+                  oneIdx);
+              SmallVector<Value> values;
+              for (int64_t p = 0; p < parts; ++p)
+                values.push_back(memref::LoadOp::create(
+                    nb, l, statusH,
+                    ValueRange{arith::AddIOp::create(
+                        nb, l,
+                        arith::MulIOp::create(nb, l, t,
+                                              indexConst(nb, l, parts)),
+                        indexConst(nb, l, p))}));
+              Value h = complexType ? complex::CreateOp::create(
+                                          nb, l, elem, values[0], values[1])
+                                          .getResult()
+                                    : values[0];
+              return SmallVector<Value>{insertAt(nb, l, h, args[0], outer)};
+            })
+            .front();
+    return {results.front(), last};
   }
 
   /// Whether `op`, on the CPU and not in the few-channels form, has a static
@@ -3422,10 +3876,12 @@ void mlir::recur::loops::populateScanPatterns(
     RewritePatternSet &patterns, int64_t scanGroup, int64_t scanChunk,
     int64_t streamStoreBytes, int64_t scanUnrollBytes, bool glaColumnThreads,
     int64_t scanSpread, int64_t scanSpreadChunk, bool scanWarps,
-    bool emulateWarps, bool glaProducts, int64_t glaColumnChunk) {
+    bool emulateWarps, bool glaProducts, int64_t glaColumnChunk,
+    int64_t scanBlocks, bool blockAggregatesOnly) {
   patterns.add<LinearScanToLoops>(patterns.getContext(), scanGroup, scanChunk,
                                   streamStoreBytes, scanUnrollBytes, scanSpread,
-                                  scanSpreadChunk, scanWarps, emulateWarps);
+                                  scanSpreadChunk, scanWarps, emulateWarps,
+                                  scanBlocks, blockAggregatesOnly);
   patterns.add<GatedLinearAttentionToLoops>(
       patterns.getContext(), glaColumnThreads, glaColumnChunk, glaProducts);
   patterns.add<GatedLinearAttentionGradToLoops>(

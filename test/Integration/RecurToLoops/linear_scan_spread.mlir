@@ -63,6 +63,21 @@
 // RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
 // RUN: | FileCheck %s
 
+// By blocks (scan-blocks' form, one pass with a decoupled look-back; 8
+// steps a thread of f64): blocks of 4 threads (tiles of 32 steps: 129 a
+// channel, the last of 3 steps), of 5 publishing aggregates only (tiles of
+// 40: each look-back composes every tile's aggregate back to the
+// channel's first), and of 128 (tiles of 1024: 5, the last of 3 steps):
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-spread=8192 scan-spread-chunk=4 scan-blocks=4" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-spread=8192 scan-spread-chunk=4 scan-blocks=5 scan-blocks-aggregates-only" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+// RUN: recur-opt %s --convert-recur-to-loops="scan-group=1 scan-spread=8192 scan-spread-chunk=4 scan-blocks=128" --recur-reference-to-llvm \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
+// RUN: | FileCheck %s
+
 func.func private @printMemrefF64(tensor<*xf64>)
 func.func private @printMemrefI64(tensor<*xi64>)
 

@@ -61,11 +61,13 @@ void stripFrontEndAttributes(ModuleOp module);
 /// Adds the patterns that lower recur ops to scalar scf loops; `scanGroup`,
 /// `scanChunk`, `streamStoreBytes`, `scanUnrollBytes`, `glaColumnThreads`,
 /// `windowTiles`, `attentionProducts`, `scanSpread`, `scanSpreadChunk`,
-/// `scanWarps`, `emulateWarps`, `glaProducts`, `windowOnePass` and
-/// `glaColumnChunk` as the pass options scan-group, scan-chunk,
-/// stream-store-bytes, scan-unroll-bytes, gla-column-threads, window-tiles,
-/// attention-products, scan-spread, scan-spread-chunk, scan-warps,
-/// scan-warps-emulated, gla-products, window-one-pass and gla-column-chunk.
+/// `scanWarps`, `emulateWarps`, `glaProducts`, `windowOnePass`,
+/// `glaColumnChunk`, `scanBlocks` and `blockAggregatesOnly` as the pass
+/// options scan-group, scan-chunk, stream-store-bytes, scan-unroll-bytes,
+/// gla-column-threads, window-tiles, attention-products, scan-spread,
+/// scan-spread-chunk, scan-warps, scan-warps-emulated, gla-products,
+/// window-one-pass, gla-column-chunk, scan-blocks and
+/// scan-blocks-aggregates-only.
 void populateRecurToLoopsPatterns(
     RewritePatternSet &patterns, int64_t scanGroup = kDefaultScanGroup,
     int64_t scanChunk = 0, int64_t streamStoreBytes = 0,
@@ -73,7 +75,8 @@ void populateRecurToLoopsPatterns(
     bool windowTiles = false, bool attentionProducts = false,
     int64_t scanSpread = 0, int64_t scanSpreadChunk = kDefaultScanSpreadChunk,
     bool scanWarps = false, bool emulateWarps = false, bool glaProducts = false,
-    bool windowOnePass = false, int64_t glaColumnChunk = 0);
+    bool windowOnePass = false, int64_t glaColumnChunk = 0,
+    int64_t scanBlocks = 0, bool blockAggregatesOnly = false);
 
 /// The lanes of a GPU warp.
 constexpr int64_t kWarpLanes = 32;
@@ -86,6 +89,31 @@ constexpr int64_t kWarpLanes = 32;
 /// value to one element (a warp's result); recur-parallelize-loops makes it
 /// parallel whenever bufferization left it in place.
 constexpr llvm::StringLiteral kWarpLanesAttrName = "recur.warp_lanes";
+
+/// The unit attribute that tags a loop of independent iterations (it is
+/// also tagged recur.parallel) each of which is one block of GPU threads
+/// (linear_scan's block form, scan-blocks): in its body, the loops from 0
+/// to N tagged kBlockThreadsAttrName are the block's N threads, which
+/// recur-gpu-offload runs side by side with a barrier before and after
+/// each; the rest of the body runs once per block (on the GPU each thread
+/// computes its values, and the first thread alone writes memory, its
+/// results shared); the buffers the body allocates are the block's
+/// (shared memory). On the CPU the same loops run one after another.
+constexpr llvm::StringLiteral kGpuBlockAttrName = "recur.gpu_block";
+
+/// The unit attribute of a loop from 0 to N in a kGpuBlockAttrName loop:
+/// its iterations are the block's threads (see there). Each iteration
+/// writes only its own elements of the buffers it updates in place
+/// (recur-parallelize-loops checks that), and nothing else is carried.
+constexpr llvm::StringLiteral kBlockThreadsAttrName = "recur.block_threads";
+
+/// Unit attributes of a memref.atomic_rmw that publishes (before) or reads
+/// (after) a flag guarding values other atomics write and read (the block
+/// form's statuses): memref.atomic_rmw is acquire-release, but LLVM's
+/// NVPTX backend makes every atomic read-modify-write relaxed, so
+/// recur-gpu-offload puts a fence (llvm.fence acq_rel) before or after it.
+constexpr llvm::StringLiteral kFenceBeforeAttrName = "recur.fence_before";
+constexpr llvm::StringLiteral kFenceAfterAttrName = "recur.fence_after";
 
 /// The unit attribute that tags a loop over time whose stores into buffers
 /// indexed by its induction variable write each element once (a scan's
