@@ -681,7 +681,8 @@ private:
         continue;
       }
       if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
-        if (!isa<BlockArgument>(
+        if (!llvm::is_contained(
+                level.launch.getWorkgroupAttributions(),
                 level.mapping.lookupOrDefault(dealloc.getMemref())))
           return op.emitError("cannot run on the GPU: a block frees a buffer "
                               "it did not allocate");
