@@ -345,6 +345,16 @@ def RecurParallelizeLoops : Pass<"recur-parallelize-loops",
     another parallel loop instead of merging into it as its last
     dimension, is an error.
 
+    The tiles of linear_scan's block form (`scan-blocks`: a loop tagged
+    `recur.gpu_block` as well) become an `scf.parallel` that keeps that
+    tag, or the pass fails; inside another parallel loop the tag goes (its
+    blocks and their threads then run one after another in their thread).
+    Atomic updates (`memref.atomic_rmw`, `memref.generic_atomic_rmw`: the
+    tiles' statuses) do not keep any loop sequential. The block's threads
+    (loops tagged `recur.block_threads`) stay `scf.for`, but must update
+    their buffers in place, each thread its own elements, or the pass
+    fails: `recur-gpu-offload` runs them side by side.
+
     Before (bufferized):
 
     ```mlir
