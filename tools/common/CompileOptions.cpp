@@ -91,7 +91,8 @@ CompileOptions::CompileOptions(cl::OptionCategory &category)
                    "steps of a channel loaded into shared memory, the tiles "
                    "of a channel chained by a decoupled look-back (nothing "
                    "goes by blocks with --cuda-scan-spread=0); 0: never, or "
-                   "32 to 1024, a multiple of 32 (default 0: not yet run on "
+                   "32 to 256, a multiple of 32 (a block's buffers in the 48 "
+                   "KiB of static shared memory; default 0: not yet run on "
                    "a GPU; --target=cuda only)"),
           cl::value_desc("n"), cl::init(0), cl::cat(category)),
       cudaWindowOnePass(
@@ -178,9 +179,9 @@ CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
     return "--cuda-split-reductions must be 0 to 16777216, not " +
            std::to_string(cudaSplitReductions);
   if (cudaScanBlocks != 0 &&
-      (cudaScanBlocks < mlir::recur::kWarpLanes || cudaScanBlocks > 1024 ||
+      (cudaScanBlocks < mlir::recur::kWarpLanes || cudaScanBlocks > 256 ||
        cudaScanBlocks % mlir::recur::kWarpLanes != 0))
-    return "--cuda-scan-blocks must be 0, or 32 to 1024 and a multiple of "
+    return "--cuda-scan-blocks must be 0, or 32 to 256 and a multiple of "
            "32, not " +
            std::to_string(cudaScanBlocks);
   if (cudaScanWarps && cudaBlockThreads % mlir::recur::kWarpLanes != 0)

@@ -107,10 +107,14 @@ constexpr int64_t kSpreadFactor = 8;
 constexpr int64_t kMaxSpreadLevels = 2;
 constexpr StringLiteral kSpreadLevelAttrName = "recur.spread_level";
 
-/// The block form (scan-blocks): at most a GPU block's 1024 threads, and
+/// The block form (scan-blocks): at most 256 threads, so that a block's
+/// buffers fit the 48 KiB of static shared memory a GPU block may have
+/// (two tiles of 64 bytes a thread, padded, and two values a thread: 35840
+/// bytes of f32 at 256 threads, 43008 of complex<f64>; 512 threads of f32
+/// took 75780 bytes with four values a thread, which ptxas refuses), and
 /// one element of padding every kSharedBanks of a block buffer (the banks
 /// of a GPU's shared memory, 32 bits each).
-constexpr int64_t kMaxBlockThreads = 1024;
+constexpr int64_t kMaxBlockThreads = 256;
 constexpr int64_t kSharedBanks = 32;
 
 /// One of a float or complex type.
@@ -983,7 +987,7 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
   ///    banks; steps past the end are the identity (a = 1, x = 0);
   ///  - thread i composes its k steps from the identity: (A_i, X_i);
   ///  - once per block, the exclusive prefixes of those (P_i: threads 0 to
-  ///    i - 1 composed) and the tile's composition (A, X);
+  ///    i - 1 composed, over them) and the tile's composition (A, X);
   ///  - once per block, the state entering the tile: the channel's initial
   ///    state for its first tile; otherwise the tile publishes (A, X) with
   ///    flag 1 (an aggregate) and walks back over the tiles before it,
@@ -1201,18 +1205,19 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
                 return SmallVector<Value>{insertAt(tb, tl, A, agg[0], i),
                                           insertAt(tb, tl, X, agg[1], i)};
               });
-          // Once per block: the exclusive prefixes and the tile's
-          // composition.
+          // Once per block: the exclusive prefixes, over the threads'
+          // compositions (two buffers fewer in shared memory), and the
+          // tile's composition.
           SmallVector<Value> prefixes = buildLoop(
               bb, l, zeroIdx, indexConst(bb, l, threads),
-              ValueRange{privateScratch(bb, l, aggType, {}),
-                         privateScratch(bb, l, aggType, {}), identity, zero},
+              ValueRange{aggregates[0], aggregates[1], identity, zero},
               [&](OpBuilder &pb, Location pl, ValueRange i, ValueRange acc) {
+                // One statement each: argument order is unspecified.
+                Value a = extractAt(pb, pl, acc[0], i);
+                Value x = extractAt(pb, pl, acc[1], i);
                 Value preA = insertAt(pb, pl, acc[2], acc[0], i);
                 Value preX = insertAt(pb, pl, acc[3], acc[1], i);
-                auto [A, X] = compose(
-                    pb, pl, extractAt(pb, pl, aggregates[0], i),
-                    extractAt(pb, pl, aggregates[1], i), acc[2], acc[3]);
+                auto [A, X] = compose(pb, pl, a, x, acc[2], acc[3]);
                 return SmallVector<Value>{preA, preX, A, X};
               });
           Value tileA = prefixes[2], tileX = prefixes[3];

@@ -74,7 +74,7 @@ func.func @rows(%a: tensor<?x?xf32>, %x: tensor<?x?xf32>)
 // The flags zeroed by a launch of 128-thread blocks, then the tiles:
 // LAUNCH: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128
 // LAUNCH: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c32
-// LAUNCH-SAME: workgroup(%{{.*}} : memref<528xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<528xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<1xf32, #gpu.address_space<workgroup>>)
+// LAUNCH-SAME: workgroup(%{{.*}} : memref<528xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<528xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<1xf32, #gpu.address_space<workgroup>>)
 // LAUNCH-COUNT-6: gpu.barrier
 // LAUNCH-NOT: gpu.barrier
 // LAUNCH: gpu.terminator
