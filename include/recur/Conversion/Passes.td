@@ -197,7 +197,8 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "tiles, tagged `recur.gpu_block`, a launch of blocks, and its "
            "loops tagged `recur.block_threads` the block's threads with "
            "barriers between them and its buffers shared memory; the same "
-           "loops run on the CPU). 0: never">,
+           "loops run on the CPU). At most 256 (larger is taken as 256), so "
+           "that a block's buffers fit 48 KiB of shared memory. 0: never">,
     Option<"scanBlocksAggregatesOnly", "scan-blocks-aggregates-only",
            "bool", /*default=*/"false",
            "scan-blocks' tiles publish their end state with flag 1 (an "
@@ -349,8 +350,10 @@ def RecurParallelizeLoops : Pass<"recur-parallelize-loops",
     `recur.gpu_block` as well) become an `scf.parallel` that keeps that
     tag, or the pass fails; inside another parallel loop the tag goes (its
     blocks and their threads then run one after another in their thread).
-    Atomic updates (`memref.atomic_rmw`, `memref.generic_atomic_rmw`: the
-    tiles' statuses) do not keep any loop sequential. The block's threads
+    Its atomic updates (`memref.atomic_rmw`, `memref.generic_atomic_rmw`:
+    the tiles' statuses, which they publish and read by design) do not
+    keep it sequential; in any other loop an atomic at a position not
+    placed by the loop does. The block's threads
     (loops tagged `recur.block_threads`) stay `scf.for`, but must update
     their buffers in place, each thread its own elements, or the pass
     fails: `recur-gpu-offload` runs them side by side.
@@ -809,10 +812,10 @@ def RecurGpuOffload : Pass<"recur-gpu-offload", "::mlir::func::FuncOp"> {
       one-element block buffers; the rest (index arithmetic, reads, the
       loops and branches around the threads) runs alike in every thread.
       The body's buffers of static shape are the block's (workgroup
-      attributions: shared memory) and their deallocations go. A
-      `memref.atomic_rmw` tagged `recur.fence_before` or
-      `recur.fence_after` gets an `llvm.fence acq_rel` before or after it
-      (the NVPTX backend makes atomics relaxed);
+      attributions: shared memory) and their deallocations go. An op
+      tagged `recur.fence_before` or `recur.fence_after` gets an
+      `llvm.fence syncscope("device") acq_rel` before or after it (the
+      NVPTX backend makes atomics relaxed);
     - a host-level `memref.copy`: the same, as a parallel copy loop;
     - an `scf.for` or `scf.if` that contains parallel loops, whose bounds
       and condition the host computes and whose carried values are buffers

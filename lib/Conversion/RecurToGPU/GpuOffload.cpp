@@ -113,20 +113,21 @@ public:
         return signalPassFailure();
     // The fences LLVM's NVPTX backend leaves out of acquire-release
     // atomics, where the form that made them asked (kFenceBeforeAttrName,
-    // kFenceAfterAttrName).
-    func.walk([](memref::AtomicRMWOp atomic) {
-      bool before = atomic->hasAttr(kFenceBeforeAttrName);
-      bool after = atomic->hasAttr(kFenceAfterAttrName);
-      if (!atomic->getParentOfType<gpu::LaunchOp>() || (!before && !after))
+    // kFenceAfterAttrName), over the device's threads (fence.acq_rel.gpu:
+    // the blocks of one launch).
+    func.walk([](Operation *op) {
+      bool before = op->hasAttr(kFenceBeforeAttrName);
+      bool after = op->hasAttr(kFenceAfterAttrName);
+      if (!op->getParentOfType<gpu::LaunchOp>() || (!before && !after))
         return;
-      OpBuilder b(atomic);
+      OpBuilder b(op);
       if (before)
-        LLVM::FenceOp::create(b, atomic.getLoc(),
-                              LLVM::AtomicOrdering::acq_rel);
-      b.setInsertionPointAfter(atomic);
+        LLVM::FenceOp::create(b, op->getLoc(), LLVM::AtomicOrdering::acq_rel,
+                              "device");
+      b.setInsertionPointAfter(op);
       if (after)
-        LLVM::FenceOp::create(b, atomic.getLoc(),
-                              LLVM::AtomicOrdering::acq_rel);
+        LLVM::FenceOp::create(b, op->getLoc(), LLVM::AtomicOrdering::acq_rel,
+                              "device");
     });
   }
 
@@ -640,10 +641,14 @@ private:
               level.mapping.lookupOrDefault(loop.getStep()));
           level.mapping.map(loop.getInductionVar(), copy.getInductionVar());
           OpBuilder inner(copy.getBody()->getTerminator());
+          // The loop may run no iteration: after it, only the barriers
+          // before it count.
+          bool before = level.barrier;
           barrier(level, inner, loc);
           if (failed(buildBlockLevel(level, *loop.getBody(), inner)))
             return failure();
           barrier(level, inner, loc);
+          level.barrier = before;
           continue;
         }
         if (auto branch = dyn_cast<scf::IfOp>(op);
@@ -725,7 +730,8 @@ private:
         for (Value result : member->getResults()) {
           if (llvm::all_of(result.getUsers(), inRun))
             continue;
-          if (!MemRefType::isValidElementType(result.getType()))
+          if (!isa<IndexType, IntegerType, FloatType, ComplexType>(
+                  result.getType()))
             return member->emitError("cannot run on the GPU: a value of type ")
                    << result.getType() << " shared by a block's threads";
           Value slot = level.launch.addWorkgroupAttribution(

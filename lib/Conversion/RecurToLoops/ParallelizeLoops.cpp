@@ -162,9 +162,11 @@ void forEachRoot(Value value, scf::ForOp loop, bool placed,
 /// it; the loop's own iteration arguments are writesOwnElements' to check)
 /// lands at a position placed by the induction variable.
 bool capturedWritesOwnElements(scf::ForOp loop) {
+  // The block form's tiles publish and read each other's statuses by
+  // atomics; elsewhere an atomic at a shared position is a dependence.
+  bool blocks = loop->hasAttr(kGpuBlockAttrName);
   WalkResult result = loop.getBody()->walk([&](Operation *op) {
-    // Atomic updates (the block form's statuses) do not race.
-    if (isa<memref::AtomicRMWOp, memref::GenericAtomicRMWOp>(op))
+    if (blocks && isa<memref::AtomicRMWOp, memref::GenericAtomicRMWOp>(op))
       return WalkResult::advance();
     for (Value operand : op->getOperands()) {
       if (!isa<MemRefType>(operand.getType()) ||

@@ -109,13 +109,23 @@ constexpr StringLiteral kSpreadLevelAttrName = "recur.spread_level";
 
 /// The block form (scan-blocks): at most 256 threads, so that a block's
 /// buffers fit the 48 KiB of static shared memory a GPU block may have
-/// (two tiles of 64 bytes a thread, padded, and two values a thread: 35840
-/// bytes of f32 at 256 threads, 43008 of complex<f64>; 512 threads of f32
+/// (two tiles of 64 bytes a thread, padded, and two values a thread: 35844
+/// bytes of f32 at 256 threads, 45072 of complex<f64>; 512 threads of f32
 /// took 75780 bytes with four values a thread, which ptxas refuses), and
-/// one element of padding every kSharedBanks of a block buffer (the banks
-/// of a GPU's shared memory, 32 bits each).
+/// a block buffer padded by one element every kSharedBanks banks' worth of
+/// elements (a GPU's shared memory has 32 banks of 32 bits).
 constexpr int64_t kMaxBlockThreads = 256;
 constexpr int64_t kSharedBanks = 32;
+
+/// -0.0 of a float or complex type (both parts), the additive identity
+/// exact for every value.
+Value negativeZeroOf(OpBuilder &b, Location loc, Type elem) {
+  if (auto complexType = dyn_cast<ComplexType>(elem)) {
+    Value part = floatConst(b, loc, complexType.getElementType(), -0.0);
+    return complex::CreateOp::create(b, loc, elem, part, part);
+  }
+  return floatConst(b, loc, elem, -0.0);
+}
 
 /// One of a float or complex type.
 Value oneOf(OpBuilder &b, Location loc, Type elem) {
@@ -917,7 +927,8 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
     // to a warp's loads (only a channel's last chunk then has steps past
     // its end).
     auto chunked = [&](OpBuilder &b) -> SmallVector<Value> {
-      if (scanBlocks > 0)
+      // Not the carries of a spread scan (only where blocks did not apply).
+      if (scanBlocks > 0 && level == 0 && !oneStaticTile(op, sizes, lastSizes))
         return buildBlocks(b, loc, op, sizes, lastSizes, hInit, lastInit, aAt,
                            carryInit);
       Value steps = arith::MulIOp::create(b, loc, sizes[axis], channels);
@@ -969,6 +980,26 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
     return SmallVector<Value>(choice.getResults());
   }
 
+  /// Whether `op` of `sizes` (every dimension but the axis: `lastSizes`)
+  /// is statically one tile of the block form: its loop over the tiles
+  /// would fold away, and its block with it (the spread form instead).
+  bool oneStaticTile(LinearScanOp op, ArrayRef<Value> sizes,
+                     ArrayRef<Value> lastSizes) const {
+    Type elem = getElementTypeOrSelf(op.getH());
+    std::optional<int64_t> length =
+        getConstantIntValue(sizes[op.getAxisAttr().getInt()]);
+    if (!length)
+      return false;
+    int64_t channels = 1;
+    for (Value size : lastSizes) {
+      std::optional<int64_t> n = getConstantIntValue(size);
+      if (!n)
+        return false;
+      channels *= *n;
+    }
+    return channels == 1 && *length <= scanBlocks * blockSteps(elem);
+  }
+
   /// The block form (scan-blocks, recurc's --cuda-scan-blocks), for a GPU,
   /// in place of the spread form where that would spread: one pass over
   /// the inputs in tiles of S = n k steps of one channel (n = scanBlocks
@@ -982,9 +1013,11 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
   ///  - the threads load its steps' a and x, thread i steps i + n m
   ///    (neighbouring threads on neighbouring steps where time is the
   ///    innermost dimension), into block buffers (shared memory), one
-  ///    element of padding every kSharedBanks so that the reads of the next
-  ///    two loops, thread i steps i k to i k + k - 1, fall in distinct
-  ///    banks; steps past the end are the identity (a = 1, x = 0);
+  ///    element of padding every kSharedBanks banks' worth of elements (32
+  ///    f32, 16 f64 or complex<f32>, 8 complex<f64>) so that the reads of
+  ///    the next two loops, thread i steps i k to i k + k - 1, fall in
+  ///    distinct banks; steps past the end are the identity (a = 1, x =
+  ///    -0.0);
   ///  - thread i composes its k steps from the identity: (A_i, X_i);
   ///  - once per block, the exclusive prefixes of those (P_i: threads 0 to
   ///    i - 1 composed, over them) and the tile's composition (A, X);
@@ -994,13 +1027,15 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
   ///    waiting for each one's flag, composing their aggregates until one
   ///    has published its end state (flag 2, an inclusive prefix). Every
   ///    tile then publishes its end state A h + X with flag 2. The
-  ///    statuses are read and written by atomics (acquire-release; on the
-  ///    GPU a fence between a tile's values and its flag, and between a
-  ///    flag read and the values read after it); the tiles of a channel are
-  ///    consecutive blocks, and a GPU starts blocks in order, so a block waits
-  ///    only on blocks already running (as CUB's scans do). On the CPU (the
-  ///    parallel loop over tiles in OpenMP threads) a thread waits only on
-  ///    tiles before its own, which earlier threads, or itself, run in order;
+  ///    statuses are their values' bits, read (an or of 0) and written by
+  ///    integer atomics (acquire-release; on the GPU a fence between a
+  ///    tile's values and its flag, and after the loop that waits for a
+  ///    flag: a GPU's f32 atomic add, say, flushes subnormals); the tiles of a
+  ///    channel are consecutive blocks, and a GPU starts blocks in order, so a
+  ///    block waits only on blocks already running (as CUB's scans do). On the
+  ///    CPU (the parallel loop over tiles in OpenMP threads) a thread waits
+  ///    only on tiles before its own, which earlier threads, or itself, run in
+  ///    order;
   ///  - thread i runs its k steps again from P_i applied to that state,
   ///    writing the states over its x in the block buffer; then the
   ///    threads store them as they loaded (thread i steps i + n m).
@@ -1034,8 +1069,10 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
     // inclusive), their aggregates (A, X) and end states H, a complex
     // value as its two parts.
     Type i32 = b.getI32Type();
+    // The values as their bits: a GPU's f32 atomic add flushes subnormals.
+    Type bits = b.getIntegerType(part.getIntOrFloatBitWidth());
     auto flagType = MemRefType::get({ShapedType::kDynamic}, i32);
-    auto valueType = MemRefType::get({ShapedType::kDynamic}, part);
+    auto valueType = MemRefType::get({ShapedType::kDynamic}, bits);
     Value flags = memref::AllocOp::create(b, loc, flagType, tiles);
     linalg::FillOp::create(
         b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, 0, 32)},
@@ -1046,17 +1083,23 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
     Value statusX = memref::AllocOp::create(b, loc, valueType, slots);
     Value statusH = memref::AllocOp::create(b, loc, valueType, slots);
 
+    // The identity step h -> 1 h + (-0.0), exact for every h (-0.0 + -0.0
+    // is -0.0; +0.0 would turn a state of -0.0 into +0.0).
     Value identity = oneOf(b, loc, elem);
-    Value zero = zeroOf(b, loc, elem);
+    Value zero = negativeZeroOf(b, loc, elem);
+    // One element of padding every kSharedBanks 32-bit banks' worth of
+    // elements, so that the threads' runs of `steps` elements start in
+    // distinct banks.
+    int64_t padEvery =
+        std::max<int64_t>(kSharedBanks * 4 / elementBytes(elem).value_or(4), 1);
     auto sharedType = [&](int64_t n) {
-      return RankedTensorType::get({n + n / kSharedBanks}, elem);
+      return RankedTensorType::get({n + n / padEvery}, elem);
     };
-    // Element e of a block buffer, one element of padding every
-    // kSharedBanks.
+    // Element e of a block buffer.
     auto padded = [&](OpBuilder &pb, Location pl, Value e) -> Value {
       return arith::AddIOp::create(
           pb, pl, e,
-          arith::DivUIOp::create(pb, pl, e, indexConst(pb, pl, kSharedBanks)));
+          arith::DivUIOp::create(pb, pl, e, indexConst(pb, pl, padEvery)));
     };
     // The threads of a block: a loop from 0 to `threads` tagged
     // kBlockThreadsAttrName.
@@ -1069,17 +1112,19 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
                                                tb.getUnitAttr());
       return results;
     };
-    // Atomic reads and writes of the statuses, a complex
-    // value part by part. A read adds -0.0, which changes no value.
+    // Atomic reads (an or of 0) and writes of the statuses' bits, a
+    // complex value part by part.
     auto readSlot = [&](OpBuilder &sb, Location sl, Value status, Value t) {
-      Value negZero = floatConst(sb, sl, part, -0.0);
+      Value none = arith::ConstantIntOp::create(sb, sl, bits, 0);
       SmallVector<Value> values;
       for (int64_t p = 0; p < parts; ++p) {
         Value at = arith::AddIOp::create(
             sb, sl, arith::MulIOp::create(sb, sl, t, indexConst(sb, sl, parts)),
             indexConst(sb, sl, p));
-        values.push_back(memref::AtomicRMWOp::create(
-            sb, sl, arith::AtomicRMWKind::addf, negZero, status, at));
+        values.push_back(arith::BitcastOp::create(
+            sb, sl, part,
+            memref::AtomicRMWOp::create(sb, sl, arith::AtomicRMWKind::ori, none,
+                                        status, at)));
       }
       return complexType
                  ? complex::CreateOp::create(sb, sl, elem, values[0], values[1])
@@ -1096,16 +1141,17 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
         Value at = arith::AddIOp::create(
             sb, sl, arith::MulIOp::create(sb, sl, t, indexConst(sb, sl, parts)),
             indexConst(sb, sl, p));
-        memref::AtomicRMWOp::create(sb, sl, arith::AtomicRMWKind::assign,
-                                    values[p], status, at);
+        memref::AtomicRMWOp::create(
+            sb, sl, arith::AtomicRMWKind::assign,
+            arith::BitcastOp::create(sb, sl, bits, values[p]), status, at);
       }
     };
     // The statuses' writes must be seen before their flag's, and a flag
     // read before the statuses' reads after it: the atomics are
     // acquire-release, but LLVM's NVPTX backend makes every atomic
     // read-modify-write relaxed, so recur-gpu-offload puts a fence before
-    // a flag's write and after its read (kFenceBeforeAttrName,
-    // kFenceAfterAttrName).
+    // a flag's write and after the loop that waits for a flag
+    // (kFenceBeforeAttrName, kFenceAfterAttrName).
     auto setFlag = [&](OpBuilder &sb, Location sl, Value t, int64_t flag) {
       memref::AtomicRMWOp::create(
           sb, sl, arith::AtomicRMWKind::assign,
@@ -1254,11 +1300,9 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
               {
                 Block *poll = wb.createBlock(&wait.getBefore());
                 OpBuilder pb = OpBuilder::atBlockEnd(poll);
-                auto read = memref::AtomicRMWOp::create(
+                Value flag = memref::AtomicRMWOp::create(
                     pb, l, arith::AtomicRMWKind::ori,
                     arith::ConstantIntOp::create(pb, l, 0, 32), flags, p);
-                read->setAttr(kFenceAfterAttrName, pb.getUnitAttr());
-                Value flag = read;
                 Value none = arith::CmpIOp::create(
                     pb, l, arith::CmpIPredicate::eq, flag,
                     arith::ConstantIntOp::create(pb, l, 0, 32));
@@ -1268,6 +1312,7 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
                 OpBuilder ab = OpBuilder::atBlockEnd(again);
                 scf::YieldOp::create(ab, l, ValueRange{});
               }
+              wait->setAttr(kFenceAfterAttrName, wb.getUnitAttr());
               wb.setInsertionPointAfter(wait);
               Value aggregate = arith::CmpIOp::create(
                   wb, l, arith::CmpIPredicate::eq, wait.getResult(0),
@@ -1380,13 +1425,15 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
                   oneIdx);
               SmallVector<Value> values;
               for (int64_t p = 0; p < parts; ++p)
-                values.push_back(memref::LoadOp::create(
-                    nb, l, statusH,
-                    ValueRange{arith::AddIOp::create(
-                        nb, l,
-                        arith::MulIOp::create(nb, l, t,
-                                              indexConst(nb, l, parts)),
-                        indexConst(nb, l, p))}));
+                values.push_back(arith::BitcastOp::create(
+                    nb, l, part,
+                    memref::LoadOp::create(
+                        nb, l, statusH,
+                        ValueRange{arith::AddIOp::create(
+                            nb, l,
+                            arith::MulIOp::create(nb, l, t,
+                                                  indexConst(nb, l, parts)),
+                            indexConst(nb, l, p))})));
               Value h = complexType ? complex::CreateOp::create(
                                           nb, l, elem, values[0], values[1])
                                           .getResult()

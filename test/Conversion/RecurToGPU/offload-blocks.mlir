@@ -11,9 +11,9 @@
 // gone); a run of ops that write memory (with the pure ops after it) runs
 // in thread 0 alone, between barriers, and a value it computes that later
 // ops use comes to every thread through a one-element block buffer; the
-// rest (index arithmetic, reads) runs alike in every thread. The atomics
-// tagged recur.fence_before / recur.fence_after get an llvm.fence acq_rel
-// before / after them.
+// rest (index arithmetic, reads) runs alike in every thread. The ops
+// tagged recur.fence_before / recur.fence_after get an llvm.fence
+// syncscope("device") acq_rel before / after them.
 
 // CHECK-LABEL: func.func @tiles
 // CHECK: scf.if
@@ -47,10 +47,10 @@
 // CHECK-NEXT: %[[FIRST:.*]] = arith.cmpi eq, %[[T]], %[[Z]] : index
 // CHECK-NEXT: scf.if %[[FIRST]] {
 // CHECK-NEXT: %[[OLD:.*]] = memref.atomic_rmw assign %[[TOTAL]]
-// CHECK-NEXT: llvm.fence acq_rel
+// CHECK-NEXT: llvm.fence syncscope("device") acq_rel
 // CHECK-NEXT: memref.atomic_rmw assign %{{.*}}, %{{.*}} {recur.fence_before}
 // CHECK-NEXT: memref.atomic_rmw ori %{{.*}}, %{{.*}} {recur.fence_after}
-// CHECK-NEXT: llvm.fence acq_rel
+// CHECK-NEXT: llvm.fence syncscope("device") acq_rel
 // CHECK-NEXT: memref.store %[[OLD]], %[[SLOT]][%[[Z]]]
 // CHECK-NEXT: }
 // CHECK-NEXT: gpu.barrier
@@ -115,30 +115,40 @@ func.func @tiles(%x: memref<?x64xf32>, %totals: memref<?xf32>,
 // -----
 
 // The threads of a block inside a loop of the block's level: every thread
-// runs the loop, a barrier at the end of each iteration.
+// runs the loop, a barrier at the end of each iteration. The loop may run
+// no iteration (%m = 0), so the write after it, which every thread's read
+// before it must precede, still gets its barrier.
 
 // CHECK-LABEL: func.func @rounds
 // CHECK: gpu.launch
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK: memref.load %{{.*}} : memref<?xf32>
+// CHECK-NEXT: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK-NEXT: gpu.barrier
 // CHECK-NEXT: arith.cmpi ult
 // CHECK-NEXT: scf.if
 // CHECK: gpu.barrier
 // CHECK-NEXT: }
-func.func @rounds(%x: memref<?x8x128xf32>) {
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: arith.constant 0 : index
+// CHECK-NEXT: arith.cmpi eq
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: memref.store
+func.func @rounds(%x: memref<?x8x128xf32>, %y: memref<?xf32>, %m: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  %c8 = arith.constant 8 : index
   %c128 = arith.constant 128 : index
+  %one = arith.constant 1.0 : f32
   %n = memref.dim %x, %c0 : memref<?x8x128xf32>
   scf.parallel (%b) = (%c0) to (%n) step (%c1) {
-    scf.for %r = %c0 to %c8 step %c1 {
+    %v0 = memref.load %y[%b] : memref<?xf32>
+    scf.for %r = %c0 to %m step %c1 {
       scf.for %t = %c0 to %c128 step %c1 {
         %v = memref.load %x[%b, %r, %t] : memref<?x8x128xf32>
-        %w = arith.addf %v, %v : f32
+        %w = arith.addf %v, %v0 : f32
         memref.store %w, %x[%b, %r, %t] : memref<?x8x128xf32>
       } {recur.block_threads}
     }
+    memref.store %one, %y[%b] : memref<?xf32>
     scf.reduce
   } {recur.gpu_block}
   return

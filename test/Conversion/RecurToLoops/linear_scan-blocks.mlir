@@ -26,9 +26,9 @@ func.func @rows(%a: tensor<?x?xf32>, %x: tensor<?x?xf32>)
 // CHECK: %[[TILES:.*]] = arith.muli %{{.*}}, %{{.*}} : index
 // CHECK: %[[FLAGS:.*]] = memref.alloc(%[[TILES]]) : memref<?xi32>
 // CHECK-NEXT: linalg.fill ins(%{{.*}} : i32) outs(%[[FLAGS]] : memref<?xi32>)
-// CHECK-NEXT: %[[A:.*]] = memref.alloc(%[[TILES]]) : memref<?xf32>
-// CHECK-NEXT: %[[X:.*]] = memref.alloc(%[[TILES]]) : memref<?xf32>
-// CHECK-NEXT: %[[H:.*]] = memref.alloc(%[[TILES]]) : memref<?xf32>
+// CHECK-NEXT: %[[A:.*]] = memref.alloc(%[[TILES]]) : memref<?xi32>
+// CHECK-NEXT: %[[X:.*]] = memref.alloc(%[[TILES]]) : memref<?xi32>
+// CHECK-NEXT: %[[H:.*]] = memref.alloc(%[[TILES]]) : memref<?xi32>
 // CHECK-NEXT: scf.for %[[T:.*]] = %{{.*}} to %[[TILES]]
 // CHECK: bufferization.alloc_tensor() : tensor<528xf32>
 // CHECK: bufferization.alloc_tensor() : tensor<528xf32>
@@ -37,15 +37,18 @@ func.func @rows(%a: tensor<?x?xf32>, %x: tensor<?x?xf32>)
 // CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args({{.*}}) -> (tensor<32xf32>, tensor<32xf32>)
 // CHECK: } {recur.block_threads}
 // CHECK: %[[PRE:.*]]:4 = scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args({{.*}}) -> (tensor<32xf32>, tensor<32xf32>, f32, f32)
-// CHECK: memref.atomic_rmw assign %[[PRE]]#2, %[[A]][%[[T]]]
-// CHECK: memref.atomic_rmw assign %[[PRE]]#3, %[[X]][%[[T]]]
+// CHECK: %[[ABITS:.*]] = arith.bitcast %[[PRE]]#2 : f32 to i32
+// CHECK-NEXT: memref.atomic_rmw assign %[[ABITS]], %[[A]][%[[T]]]
+// CHECK: %[[XBITS:.*]] = arith.bitcast %[[PRE]]#3 : f32 to i32
+// CHECK-NEXT: memref.atomic_rmw assign %[[XBITS]], %[[X]][%[[T]]]
 // CHECK: memref.atomic_rmw assign %{{.*}}, %[[FLAGS]][%[[T]]] {recur.fence_before}
 // CHECK: scf.while
 // CHECK: scf.while
-// CHECK: memref.atomic_rmw ori %{{.*}}, %[[FLAGS]][%{{.*}}] {recur.fence_after}
-// CHECK: memref.atomic_rmw addf %{{.*}}, %[[A]]
-// CHECK: memref.atomic_rmw addf %{{.*}}, %[[X]]
-// CHECK: memref.atomic_rmw addf %{{.*}}, %[[H]]
+// CHECK: memref.atomic_rmw ori %{{.*}}, %[[FLAGS]][%{{.*}}]
+// CHECK: } attributes {recur.fence_after}
+// CHECK: memref.atomic_rmw ori %{{.*}}, %[[A]]
+// CHECK: memref.atomic_rmw ori %{{.*}}, %[[X]]
+// CHECK: memref.atomic_rmw ori %{{.*}}, %[[H]]
 // CHECK: memref.atomic_rmw assign %{{.*}}, %[[H]][%[[T]]]
 // CHECK-NEXT: memref.atomic_rmw assign %{{.*}}, %[[FLAGS]][%[[T]]] {recur.fence_before}
 // CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args({{.*}}) -> (tensor<528xf32>)
@@ -78,3 +81,28 @@ func.func @rows(%a: tensor<?x?xf32>, %x: tensor<?x?xf32>)
 // LAUNCH-COUNT-6: gpu.barrier
 // LAUNCH-NOT: gpu.barrier
 // LAUNCH: gpu.terminator
+
+// A scan that is statically one tile (one channel of at most 32 x 16
+// steps) would lose its block when the loop over its one tile folds: it
+// takes the spread form (chunks of 256 steps; their carries a scan of
+// their own, which takes the spread form too); two channels are two
+// tiles.
+func.func @one_tile(%a: tensor<300xf32>, %x: tensor<300xf32>)
+    -> (tensor<300xf32>, tensor<f32>) {
+  %h, %last = recur.linear_scan %a, %x along 0
+      : tensor<300xf32>, tensor<300xf32>
+  return %h, %last : tensor<300xf32>, tensor<f32>
+}
+
+func.func @two_tiles(%a: tensor<2x300xf32>, %x: tensor<2x300xf32>)
+    -> (tensor<2x300xf32>, tensor<2xf32>) {
+  %h, %last = recur.linear_scan %a, %x along 1
+      : tensor<2x300xf32>, tensor<2x300xf32>
+  return %h, %last : tensor<2x300xf32>, tensor<2xf32>
+}
+
+// CHECK-LABEL: func.func @one_tile
+// CHECK-NOT: memref.atomic_rmw
+// CHECK-NOT: recur.gpu_block
+// CHECK-LABEL: func.func @two_tiles
+// CHECK: recur.gpu_block

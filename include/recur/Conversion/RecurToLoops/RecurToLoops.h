@@ -107,11 +107,12 @@ constexpr llvm::StringLiteral kGpuBlockAttrName = "recur.gpu_block";
 /// (recur-parallelize-loops checks that), and nothing else is carried.
 constexpr llvm::StringLiteral kBlockThreadsAttrName = "recur.block_threads";
 
-/// Unit attributes of a memref.atomic_rmw that publishes (before) or reads
-/// (after) a flag guarding values other atomics write and read (the block
-/// form's statuses): memref.atomic_rmw is acquire-release, but LLVM's
-/// NVPTX backend makes every atomic read-modify-write relaxed, so
-/// recur-gpu-offload puts a fence (llvm.fence acq_rel) before or after it.
+/// Unit attributes of a memref.atomic_rmw that publishes a flag (before)
+/// or of the loop that waits for one (after), a flag guarding values other
+/// atomics write and read (the block form's statuses): memref.atomic_rmw
+/// is acquire-release, but LLVM's NVPTX backend makes every atomic
+/// read-modify-write relaxed, so recur-gpu-offload puts a fence (llvm.fence
+/// syncscope("device") acq_rel) before or after it.
 constexpr llvm::StringLiteral kFenceBeforeAttrName = "recur.fence_before";
 constexpr llvm::StringLiteral kFenceAfterAttrName = "recur.fence_after";
 
