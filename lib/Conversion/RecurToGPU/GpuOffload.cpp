@@ -421,11 +421,11 @@ private:
     return success();
   }
 
-  /// Replaces `loop` by a launch over its flattened iterations.
-  LogicalResult launchParallel(scf::ParallelOp loop) {
+  /// The iteration counts of each dimension of `loop` (at least `zero`)
+  /// and their product, at `b`.
+  static std::pair<SmallVector<Value>, Value>
+  iterationCounts(OpBuilder &b, scf::ParallelOp loop, Value zero) {
     Location loc = loop.getLoc();
-    OpBuilder b(loop);
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value total = arith::ConstantIndexOp::create(b, loc, 1);
     SmallVector<Value> counts;
     for (auto [lb, ub, step] : llvm::zip(
@@ -436,6 +436,36 @@ private:
       counts.push_back(n);
       total = arith::MulIOp::create(b, loc, total, n);
     }
+    return {counts, total};
+  }
+
+  /// Maps the induction variables of `loop` to the iteration `flat` of its
+  /// flattened iterations (`counts` a dimension), at `b`. The last
+  /// dimension varies fastest.
+  static void mapIterations(OpBuilder &b, scf::ParallelOp loop, Value flat,
+                            ArrayRef<Value> counts, IRMapping &mapping) {
+    Location loc = loop.getLoc();
+    Value rest = flat;
+    unsigned rank = loop.getNumLoops();
+    SmallVector<Value> indices(rank);
+    for (unsigned k = rank; k-- > 0;) {
+      Value i = k == 0 ? rest : arith::RemSIOp::create(b, loc, rest, counts[k]);
+      if (k != 0)
+        rest = arith::DivSIOp::create(b, loc, rest, counts[k]);
+      Value scaled = arith::MulIOp::create(b, loc, i, loop.getStep()[k]);
+      indices[k] =
+          arith::AddIOp::create(b, loc, loop.getLowerBound()[k], scaled);
+    }
+    for (unsigned k = 0; k < rank; ++k)
+      mapping.map(loop.getInductionVars()[k], indices[k]);
+  }
+
+  /// Replaces `loop` by a launch over its flattened iterations.
+  LogicalResult launchParallel(scf::ParallelOp loop) {
+    Location loc = loop.getLoc();
+    OpBuilder b(loop);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    auto [counts, total] = iterationCounts(b, loop, zero);
     Value threads = arith::ConstantIndexOp::create(b, loc, threadsPerBlock());
     Value blocks = arith::CeilDivSIOp::create(b, loc, total, threads);
     Value any =
@@ -459,19 +489,7 @@ private:
     // The last dimension varies fastest, so neighbouring threads touch
     // neighbouring elements of row-major buffers.
     IRMapping mapping;
-    Value rest = flat;
-    unsigned rank = loop.getNumLoops();
-    SmallVector<Value> indices(rank);
-    for (unsigned k = rank; k-- > 0;) {
-      Value i = k == 0 ? rest : arith::RemSIOp::create(b, loc, rest, counts[k]);
-      if (k != 0)
-        rest = arith::DivSIOp::create(b, loc, rest, counts[k]);
-      Value scaled = arith::MulIOp::create(b, loc, i, loop.getStep()[k]);
-      indices[k] =
-          arith::AddIOp::create(b, loc, loop.getLowerBound()[k], scaled);
-    }
-    for (unsigned k = 0; k < rank; ++k)
-      mapping.map(loop.getInductionVars()[k], indices[k]);
+    mapIterations(b, loop, flat, counts, mapping);
     for (Operation &op : loop.getBody()->without_terminator())
       b.clone(op, mapping);
     loop.erase();
@@ -530,16 +548,7 @@ private:
     Location loc = loop.getLoc();
     OpBuilder b(loop);
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value total = arith::ConstantIndexOp::create(b, loc, 1);
-    SmallVector<Value> counts;
-    for (auto [lb, ub, step] : llvm::zip(
-             loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
-      Value span = arith::SubIOp::create(b, loc, ub, lb);
-      Value n = arith::CeilDivSIOp::create(b, loc, span, step);
-      n = arith::MaxSIOp::create(b, loc, n, zero);
-      counts.push_back(n);
-      total = arith::MulIOp::create(b, loc, total, n);
-    }
+    auto [counts, total] = iterationCounts(b, loop, zero);
     Value any =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, total, zero);
     auto guard = scf::IfOp::create(b, loc, any, /*withElseRegion=*/false);
@@ -553,17 +562,7 @@ private:
     auto terminator = gpu::TerminatorOp::create(b, loc);
     b.setInsertionPoint(terminator);
     IRMapping mapping;
-    Value rest = launch.getBlockIds().x;
-    unsigned rank = loop.getNumLoops();
-    for (unsigned k = rank; k-- > 0;) {
-      Value i = k == 0 ? rest : arith::RemSIOp::create(b, loc, rest, counts[k]);
-      if (k != 0)
-        rest = arith::DivSIOp::create(b, loc, rest, counts[k]);
-      Value scaled = arith::MulIOp::create(b, loc, i, loop.getStep()[k]);
-      mapping.map(
-          loop.getInductionVars()[k],
-          arith::AddIOp::create(b, loc, loop.getLowerBound()[k], scaled));
-    }
+    mapIterations(b, loop, launch.getBlockIds().x, counts, mapping);
     BlockLevel level{launch, launch.getThreadIds().x, mapping};
     if (failed(buildBlockLevel(level, *loop.getBody(), b)))
       return failure();
