@@ -4,11 +4,12 @@
 # package registry), in two steps:
 #
 #   scripts/gpu-lease.sh pack [BUILD_DIR]
-#     Here, after `make gpu-suite`: packs BUILD_DIR/gpu-suite (about 85 MB
-#     of programs and data) into BUILD_DIR/gpu-carry/suite.tar.xz (about
-#     23 MB), and downloads the wheels bench/gpu_peers.py's gla peer needs
-#     (fla-core, einops; WHEELS=0 skips them, as does a pip that cannot
-#     reach PyPI). Carry
+#     Here, after `make gpu-suite`: packs BUILD_DIR/gpu-suite (about 111 MB
+#     of programs and data on 2026-12-07) into
+#     BUILD_DIR/gpu-carry/suite.tar.xz (about 37 MB), and downloads the
+#     wheels bench/gpu_peers.py's gla peer needs (fla-core, einops;
+#     WHEELS=0 skips them, as does a pip that cannot reach PyPI). Fails
+#     when the whole is more than the 64 MiB a lease carries. Carry
 #     BUILD_DIR/gpu-carry.
 #   scripts/gpu-lease.sh variants [BUILD_DIR]
 #     Here, before pack: builds each line of bench/gpu-variants.txt (or of
@@ -50,6 +51,12 @@ if [[ $cmd == pack ]]; then
       echo "gpu-lease: no wheels (no PyPI): the gla peer will not run" >&2
   fi
   du -sh "$carry"/*
+  bytes=$(du -sb "$carry" | cut -f1)
+  if ((bytes > 64 * 1024 * 1024)); then
+    echo "gpu-lease: $carry holds $bytes bytes, more than the 64 MiB a" \
+      "lease carries: make the cases smaller" >&2
+    exit 1
+  fi
   exit 0
 fi
 
