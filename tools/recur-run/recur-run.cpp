@@ -144,7 +144,9 @@ cl::opt<std::string> target(
 cl::opt<bool> gpuForms(
     "gpu-forms",
     cl::desc("Run the layer on the CPU in the loop forms the CUDA pipeline "
-             "gives it (the scans one channel a thread or spread, the gla "
+             "gives it (the scans one channel a thread, spread, or by "
+             "blocks with --cuda-scan-blocks, the blocks on the CPU's "
+             "threads and a block's threads one after another, the gla "
              "in column chunks, window attention in one pass, reductions "
              "onto few elements in parts), so that they are checked against "
              "the oracle without a GPU; not what recur-gpu-offload does "
