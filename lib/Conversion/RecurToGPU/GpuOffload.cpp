@@ -460,6 +460,25 @@ private:
       mapping.map(loop.getInductionVars()[k], indices[k]);
   }
 
+  /// A launch of `grid` blocks of `threads` threads (one dimension each)
+  /// under an scf.if on `total` (iterations) > `zero`, at `b`; leaves `b`
+  /// before the launch body's terminator.
+  static gpu::LaunchOp guardedLaunch(OpBuilder &b, Location loc, Value total,
+                                     Value zero, Value grid, Value threads) {
+    Value any =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, total, zero);
+    auto guard = scf::IfOp::create(b, loc, any, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(guard.thenBlock());
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    auto launch =
+        gpu::LaunchOp::create(b, loc, grid, one, one, threads, one, one);
+    Block &body = launch.getBody().front();
+    b.setInsertionPointToEnd(&body);
+    auto terminator = gpu::TerminatorOp::create(b, loc);
+    b.setInsertionPoint(terminator);
+    return launch;
+  }
+
   /// Replaces `loop` by a launch over its flattened iterations.
   LogicalResult launchParallel(scf::ParallelOp loop) {
     Location loc = loop.getLoc();
@@ -468,17 +487,7 @@ private:
     auto [counts, total] = iterationCounts(b, loop, zero);
     Value threads = arith::ConstantIndexOp::create(b, loc, threadsPerBlock());
     Value blocks = arith::CeilDivSIOp::create(b, loc, total, threads);
-    Value any =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, total, zero);
-    auto guard = scf::IfOp::create(b, loc, any, /*withElseRegion=*/false);
-    b.setInsertionPointToStart(guard.thenBlock());
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    auto launch =
-        gpu::LaunchOp::create(b, loc, blocks, one, one, threads, one, one);
-    Block &body = launch.getBody().front();
-    b.setInsertionPointToEnd(&body);
-    auto terminator = gpu::TerminatorOp::create(b, loc);
-    b.setInsertionPoint(terminator);
+    gpu::LaunchOp launch = guardedLaunch(b, loc, total, zero, blocks, threads);
     Value flat = arith::AddIOp::create(
         b, loc, arith::MulIOp::create(b, loc, launch.getBlockIds().x, threads),
         launch.getThreadIds().x);
@@ -549,18 +558,8 @@ private:
     OpBuilder b(loop);
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     auto [counts, total] = iterationCounts(b, loop, zero);
-    Value any =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, total, zero);
-    auto guard = scf::IfOp::create(b, loc, any, /*withElseRegion=*/false);
-    b.setInsertionPointToStart(guard.thenBlock());
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
     Value threads = arith::ConstantIndexOp::create(b, loc, *threadCount);
-    auto launch =
-        gpu::LaunchOp::create(b, loc, total, one, one, threads, one, one);
-    Block &body = launch.getBody().front();
-    b.setInsertionPointToEnd(&body);
-    auto terminator = gpu::TerminatorOp::create(b, loc);
-    b.setInsertionPoint(terminator);
+    gpu::LaunchOp launch = guardedLaunch(b, loc, total, zero, total, threads);
     IRMapping mapping;
     mapIterations(b, loop, launch.getBlockIds().x, counts, mapping);
     BlockLevel level{launch, launch.getThreadIds().x, mapping};

@@ -16,9 +16,12 @@
 // syncscope("device") acq_rel before / after them.
 
 // CHECK-LABEL: func.func @tiles
-// CHECK: scf.if
-// CHECK-NEXT: arith.constant 1 : index
+// CHECK: arith.maxsi
+// CHECK-NEXT: arith.muli
 // CHECK-NEXT: %[[C64:.*]] = arith.constant 64 : index
+// CHECK-NEXT: arith.cmpi sgt
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: arith.constant 1 : index
 // CHECK-NEXT: gpu.launch blocks(%[[BID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[N:[^,]*]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C64]],
 // CHECK-SAME: workgroup(%[[BUF:.*]] : memref<64xf32, #gpu.address_space<workgroup>>, %[[SUM:.*]] : memref<32xf32, #gpu.address_space<workgroup>>, %[[SLOT:.*]] : memref<1xf32, #gpu.address_space<workgroup>>) {
 // The block's index.
