@@ -209,6 +209,7 @@ mlir::recur::cudaPipelineOptions(const CudaTargetOptions &options) {
   pipeline.scanWarps = options.scanWarps;
   pipeline.windowOnePass = options.windowOnePass;
   pipeline.glaColumnChunk = options.glaColumnChunk;
+  pipeline.glaTiles = options.glaTiles;
   pipeline.splitReductions = options.splitReductions;
   pipeline.scanBlocks = options.scanBlocks;
   return pipeline;

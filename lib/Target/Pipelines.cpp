@@ -40,7 +40,8 @@ void ensurePassesRegistered() {
 /// that is > 0), an output of
 /// `streamStoreBytes` or more in vectors for recur-stream-stores; a recurrent
 /// gla a thread per output column with `glaColumnThreads` (in chunks of
-/// `glaColumnChunk` steps where the columns are few); window attention
+/// `glaColumnChunk` steps where the columns are few, with `glaTiles` in
+/// chunks of 16 by a warp's matrix tiles where it applies); window attention
 /// by tiles of queries in register blocks with `windowTiles`, or in one pass
 /// over each query's keys with `windowOnePass`; attention of
 /// static sizes as linalg products with `attentionProducts`; a chunked gla
@@ -66,7 +67,7 @@ std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
                             bool attentionProducts, bool glaProducts,
                             bool blockContractions, bool interchangeReductions,
                             bool destinations, int64_t splitReductions,
-                            int64_t scanBlocks) {
+                            int64_t scanBlocks, bool glaTiles) {
   return "convert-recur-to-loops{mark-parallel scan-group=" +
          std::to_string(scanGroup) +
          " scan-chunk=" + std::to_string(scanChunk) +
@@ -77,6 +78,7 @@ std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
          " stream-store-bytes=" + std::to_string(streamStoreBytes) +
          " gla-column-threads=" + (glaColumnThreads ? "true" : "false") +
          " gla-column-chunk=" + std::to_string(glaColumnChunk) +
+         " gla-tiles=" + (glaTiles ? "true" : "false") +
          " window-tiles=" + (windowTiles ? "true" : "false") +
          " window-one-pass=" + (windowOnePass ? "true" : "false") +
          " attention-products=" + (attentionProducts ? "true" : "false") +
@@ -117,7 +119,7 @@ std::string cudaLoops(const recur::CudaPipelineOptions &gpu, bool scanWarps,
                          /*glaProducts=*/false,
                          /*blockContractions=*/false,
                          /*interchangeReductions=*/false, destinations,
-                         gpu.splitReductions, gpu.scanBlocks);
+                         gpu.splitReductions, gpu.scanBlocks, gpu.glaTiles);
 }
 
 void appendPipeline(OpPassManager &pm, StringRef text, StringRef what) {
@@ -133,7 +135,10 @@ void mlir::recur::buildReferenceLoweringPipeline(OpPassManager &pm) {
   // caller (mlir-runner, the ExecutionEngine) passes plain row-major memrefs;
   // loops may carry freshly allocated tensors (the state of block_recurrence
   // and depth_loop); the math ops LLVM has no lowering for (math.erf) become
-  // libm calls, after every other one has gone to LLVM as before.
+  // libm calls, after every other one has gone to LLVM as before; a
+  // matrix's vector transfers (gla-tiles' tiles) go a row at a time, and
+  // its products as outer products (a tenth of the code of the default,
+  // dot products).
   static constexpr const char *kPipeline =
       "convert-recur-to-loops,"
       "canonicalize,"
@@ -143,13 +148,14 @@ void mlir::recur::buildReferenceLoweringPipeline(OpPassManager &pm) {
       "buffer-deallocation-pipeline,"
       "convert-bufferization-to-memref,"
       "convert-linalg-to-loops,"
+      "convert-vector-to-scf{full-unroll target-rank=1},"
       "convert-scf-to-cf,"
       "expand-strided-metadata,"
       "lower-affine,"
       "convert-complex-to-standard,"
       "convert-math-to-llvm,"
       "convert-math-to-libm,"
-      "convert-vector-to-llvm,"
+      "convert-vector-to-llvm{vector-contract-lowering=outerproduct},"
       "convert-to-llvm,"
       "reconcile-unrealized-casts";
   appendPipeline(pm, kPipeline, "reference lowering pipeline");
@@ -166,7 +172,9 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
   // memref.alloca_scope (from the OpenMP conversion) is lowered with the
   // rest of memref before scf becomes cf, which it needs. Vector transfers
   // (the register blocks of window_attention_grad) become plain vector
-  // loads and stores (convert-vector-to-llvm) before memref goes to LLVM. Once
+  // loads and stores (convert-vector-to-llvm) before memref goes to LLVM,
+  // a matrix's (gla-tiles' with gpuForms) first a row at a time
+  // (convert-vector-to-scf), its products as outer products. Once
   // every buffer is a memref.alloc, each layer F gets F_workspace, the bound on
   // what its buffers hold at once (recur_workspace_size). Outputs are written
   // into destination arguments (recur_layer_desc.output_destinations), and a
@@ -199,15 +207,19 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
                             /*blockContractions=*/true,
                             /*interchangeReductions=*/true,
                             /*destinations=*/true,
-                            /*splitReductions=*/0, /*scanBlocks=*/0);
+                            /*splitReductions=*/0, /*scanBlocks=*/0,
+                            /*glaTiles=*/false);
   std::string text = loops + "recur-stream-stores,"
                              "func.func(recur-promote-accumulators),"
                              "recur-workspace-bound,"
                              "convert-scf-to-openmp,"
                              "recur-outline-parallel,"
                              "expand-strided-metadata,"
+                             "convert-vector-to-scf{full-unroll "
+                             "target-rank=1},"
                              "lower-affine,"
-                             "convert-vector-to-llvm,"
+                             "convert-vector-to-llvm{"
+                             "vector-contract-lowering=outerproduct},"
                              "finalize-memref-to-llvm{use-generic-functions},"
                              "convert-scf-to-cf,"
                              "convert-complex-to-standard,"
@@ -256,6 +268,9 @@ void mlir::recur::buildCudaLoweringPipeline(
   // over batch and time) is summed in parts over about splitReductions
   // threads, then the parts' partials a thread an element, instead of a
   // thread an element summing all its terms (D threads for a bias of D).
+  // A warp's matrix tiles (gla-tiles' vector.contract of 16 x 8 by 8 x 16
+  // and the transfers of their operands and results) become the warp's
+  // gpu.subgroup_mma_* ops (convert-vector-to-gpu): wmma on tensor cores.
   std::string text =
       cudaLoops(options, /*scanWarps=*/true, /*destinations=*/false) +
       "func.func(recur-promote-accumulators),"
@@ -265,7 +280,8 @@ void mlir::recur::buildCudaLoweringPipeline(
       "gpu-launch-sink-index-computations,"
       "gpu-kernel-outlining,"
       "cse,"
-      "recur-merge-gpu-kernels,";
+      "recur-merge-gpu-kernels,"
+      "gpu.module(convert-vector-to-gpu),";
   for (const std::string &chip : options.chips)
     text += "nvvm-attach-target{chip=" + chip +
             " O=" + std::to_string(options.optLevel) + "},";

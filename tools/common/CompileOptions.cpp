@@ -124,6 +124,19 @@ CompileOptions::CompileOptions(cl::OptionCategory &category)
                    "65536 (default 64; --target=cuda only)"),
           cl::value_desc("n"),
           cl::init(mlir::recur::kDefaultCudaGlaColumnChunk), cl::cat(category)),
+      cudaGlaTiles(
+          "cuda-gla-tiles",
+          cl::desc("A gla that goes in --cuda-gla-column-chunk's chunks "
+                   "(either algorithm) goes instead, where its decays are "
+                   "real f32 and dk and dv static multiples of 16 (dk + dv "
+                   "at most 144), in chunks of 16 steps by a warp's matrix "
+                   "tiles on tensor cores (wmma, tf32; each f32 operand as "
+                   "two tf32 halves, three products, for about f32's "
+                   "accuracy): a block of one warp per (leading index, "
+                   "chunk) for each chunk's state from zero and for its "
+                   "outputs (default off: not yet run on a GPU; "
+                   "--target=cuda only)"),
+          cl::cat(category)),
       cudaSplitReductions(
           "cuda-split-reductions",
           cl::desc("A reduction onto at most n / 2 output elements (a "
@@ -155,12 +168,13 @@ CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
         cudaScanBlocks.getNumOccurrences() ||
         cudaWindowOnePass.getNumOccurrences() ||
         cudaGlaColumnChunk.getNumOccurrences() ||
+        cudaGlaTiles.getNumOccurrences() ||
         cudaSplitReductions.getNumOccurrences())
       return std::string(
           "--cuda-block-threads, --cuda-scan-unroll-bytes, "
           "--cuda-scan-spread, --cuda-scan-warps, "
-          "--cuda-scan-blocks, --cuda-window-one-pass, --cuda-gla-column-chunk "
-          "and --cuda-split-reductions need --target=cuda");
+          "--cuda-scan-blocks, --cuda-window-one-pass, --cuda-gla-column-chunk, "
+          "--cuda-gla-tiles and --cuda-split-reductions need --target=cuda");
     return std::nullopt;
   }
   if (cudaBlockThreads < 1 || cudaBlockThreads > 1024)
@@ -195,6 +209,7 @@ CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
   cuda->scanBlocks = cudaScanBlocks;
   cuda->windowOnePass = cudaWindowOnePass;
   cuda->glaColumnChunk = cudaGlaColumnChunk;
+  cuda->glaTiles = cudaGlaTiles;
   cuda->splitReductions = cudaSplitReductions;
   return std::nullopt;
 }

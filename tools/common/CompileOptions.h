@@ -43,6 +43,7 @@ struct CompileOptions {
   llvm::cl::opt<int64_t> cudaScanBlocks;
   llvm::cl::opt<bool> cudaWindowOnePass;
   llvm::cl::opt<int64_t> cudaGlaColumnChunk;
+  llvm::cl::opt<bool> cudaGlaTiles;
   llvm::cl::opt<int64_t> cudaSplitReductions;
 
   /// --stream-store-bytes as the pipelines take it.

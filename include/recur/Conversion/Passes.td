@@ -206,6 +206,18 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "composes every tile's aggregate back to the channel's first "
            "tile: the path a tile takes when the tiles before it are still "
            "running, taken on the CPU's sequential loops too (for tests)">,
+    Option<"glaTiles", "gla-tiles", "bool", /*default=*/"false",
+           "With gla-column-threads and gla-column-chunk > 0, a gla (either "
+           "algorithm) of real f32 decays, dk and dv static multiples of 16 "
+           "whose block buffers fit 48 KiB (dk + dv at most 144 or so), "
+           "where it would go in chunks, goes instead in chunks of 16 steps "
+           "as a warp's matrix tiles: a block of 32 threads per (leading "
+           "index, chunk) takes the chunk's state from zero, K^T V, then, "
+           "after the chunks' carries a thread per column, its outputs, S V "
+           "+ (q P) E, by vector.contract of 16 x 8 by 8 x 16 tiles of "
+           "f32 operands split into two tf32 halves (three products: the "
+           "CUDA pipeline's tensor-core form, recurc's --cuda-gla-tiles; "
+           "the same loops run on the CPU)">,
     Option<"scanWarpsEmulated", "scan-warps-emulated", "bool",
            /*default=*/"false",
            "scan-warps' form with a warp's 32 lanes side by side in each "

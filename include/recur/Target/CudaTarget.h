@@ -47,6 +47,7 @@ struct CudaTargetOptions {
   int64_t scanBlocks = 0;
   bool windowOnePass = true;
   int64_t glaColumnChunk = kDefaultCudaGlaColumnChunk;
+  bool glaTiles = false;
   int64_t splitReductions = kDefaultCudaSplitReductions;
   /// The CUDA toolkit (bin/ptxas, bin/fatbinary, nvvm/libdevice); empty:
   /// findCudaToolkit().

@@ -80,6 +80,11 @@ struct CudaPipelineOptions {
   /// thread per (chunk, column) (convert-recur-to-loops' gla-column-chunk;
   /// 0: a thread per column).
   int64_t glaColumnChunk = kDefaultCudaGlaColumnChunk;
+  /// Whether a gla that would go in those chunks goes instead, where its
+  /// decays are real f32 and dk and dv static multiples of 16, in chunks of
+  /// 16 by a warp's matrix tiles, on tensor cores (convert-recur-to-loops'
+  /// gla-tiles).
+  bool glaTiles = false;
   /// The threads a reduction onto at most half as many output elements
   /// is split over, in parts summed into partials first
   /// (recur-split-reductions' threads; 0: a thread per output element).

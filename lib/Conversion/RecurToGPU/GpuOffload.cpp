@@ -104,7 +104,7 @@ public:
     if (func.isExternal() || func.isPrivate())
       return;
     keepHelperListsOnHost(func);
-    if (failed(checkWarpShuffles(func)) ||
+    if (failed(checkWarpShuffles(func)) || failed(checkWarpTiles(func)) ||
         failed(placeBlock(func.getBody().front())) ||
         failed(offloadBlock(func.getBody().front())))
       return signalPassFailure();
@@ -554,6 +554,19 @@ private:
       loop->removeAttr(kGpuBlockAttrName);
       return launchParallel(loop);
     }
+    // A warp's tile ops (tensor-core products) take the whole warp, and
+    // more warps would each do them again.
+    WalkResult tiles = loop.getBody()->walk([&](Operation *op) {
+      if (!isWarpTileOp(op) || *threadCount == kWarpLanes)
+        return WalkResult::advance();
+      op->emitError("cannot run on the GPU: a warp's matrix tiles in blocks "
+                    "of ")
+          << *threadCount << " threads (they take blocks of one warp, "
+          << kWarpLanes << ")";
+      return WalkResult::interrupt();
+    });
+    if (tiles.wasInterrupted())
+      return failure();
     Location loc = loop.getLoc();
     OpBuilder b(loop);
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
@@ -672,6 +685,26 @@ private:
         return op.emitError("cannot run on the GPU: the threads of a block "
                             "inside a loop or branch that carries values");
       }
+      // A warp's tile ops, and the loops of them: every thread, together
+      // (a write of a tile after the threads' last writes, and before the
+      // reads after it).
+      if (takesWholeWarp(&op)) {
+        WalkResult other = op.walk([](Operation *inner) {
+          return inner->getNumRegions() == 0 && writesMemory(inner) &&
+                         !isWarpTileOp(inner)
+                     ? WalkResult::interrupt()
+                     : WalkResult::advance();
+        });
+        if (other.wasInterrupted())
+          return op.emitError("cannot run on the GPU: a loop or branch of a "
+                              "warp's matrix tiles that writes other memory");
+        if (writesMemory(&op))
+          barrier(level, b, loc);
+        b.clone(op, level.mapping);
+        if (!isMemoryEffectFree(&op))
+          level.barrier = false;
+        continue;
+      }
       // The block's buffers: block memory.
       if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
         MemRefType type = alloc.getType();
@@ -704,7 +737,7 @@ private:
       for (Operation *next = op.getNextNode();
            next && !next->hasTrait<OpTrait::IsTerminator>() &&
            !isa<memref::AllocOp, memref::DeallocOp>(next) &&
-           !containsThreads(next) &&
+           !containsThreads(next) && !takesWholeWarp(next) &&
            (writesMemory(next) || isMemoryEffectFree(next));
            next = next->getNextNode())
         run.push_back(next);
@@ -760,6 +793,52 @@ private:
 
   /// Whether `op` or an op nested in it writes memory (or says nothing of
   /// its effects); allocation and deallocation inside do not count.
+  /// A warp's tile ops run only at the level of a block form's blocks
+  /// (each thread of a plain launch would take them as its own warp's).
+  LogicalResult checkWarpTiles(func::FuncOp func) {
+    WalkResult result = func.walk([](Operation *op) {
+      // A constant (the zeros a tile's sums start from) may be hoisted
+      // anywhere: the launch takes it in (gpu-launch-sink-index-computations).
+      if (!isWarpTileOp(op) || op->hasTrait<OpTrait::ConstantLike>())
+        return WalkResult::advance();
+      Operation *parent = op->getParentOp();
+      while (parent && isa<scf::ForOp, scf::IfOp>(parent) &&
+             !parent->hasAttr(kBlockThreadsAttrName))
+        parent = parent->getParentOp();
+      auto blocks = dyn_cast_or_null<scf::ParallelOp>(parent);
+      if (blocks && blocks->hasAttr(kGpuBlockAttrName))
+        return WalkResult::advance();
+      op->emitError("cannot run on the GPU: a matrix (a warp's tile) "
+                    "outside the level of a block form's blocks");
+      return WalkResult::interrupt();
+    });
+    return failure(result.wasInterrupted());
+  }
+
+  /// Whether `op` takes or makes a matrix (a vector of rank 2): a tile of
+  /// a warp's products (vector.contract, its operands' transfer_read, its
+  /// result's transfer_write), which convert-vector-to-gpu makes ops that
+  /// a warp's threads run together (gpu.subgroup_mma_*).
+  static bool isWarpTileOp(Operation *op) {
+    auto matrix = [](Type type) {
+      auto vector = dyn_cast<VectorType>(type);
+      return vector && vector.getRank() == 2;
+    };
+    return llvm::any_of(op->getOperandTypes(), matrix) ||
+           llvm::any_of(op->getResultTypes(), matrix);
+  }
+
+  /// Whether the whole warp runs `op` together: a warp's tile op, or a
+  /// loop or branch holding them.
+  static bool takesWholeWarp(Operation *op) {
+    return op
+        ->walk([](Operation *inner) {
+          return isWarpTileOp(inner) ? WalkResult::interrupt()
+                                     : WalkResult::advance();
+        })
+        .wasInterrupted();
+  }
+
   static bool writesMemory(Operation *op) {
     return op
         ->walk([&](Operation *inner) {

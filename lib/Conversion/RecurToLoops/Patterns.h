@@ -36,14 +36,15 @@ namespace recur::loops {
 /// recurrent gla runs a thread per output column when `glaColumnThreads`
 /// is set; a chunked gated_linear_attention and
 /// gated_linear_attention_grad take their product form where it applies
-/// when `glaProducts` is set.
+/// when `glaProducts` is set; with `glaTiles` (and a gla in chunks of the
+/// column form) gla-tiles' form where it applies.
 void populateScanPatterns(RewritePatternSet &patterns, int64_t scanGroup,
                           int64_t scanChunk, int64_t streamStoreBytes,
                           int64_t scanUnrollBytes, bool glaColumnThreads,
                           int64_t scanSpread, int64_t scanSpreadChunk,
                           bool scanWarps, bool emulateWarps, bool glaProducts,
                           int64_t glaColumnChunk, int64_t scanBlocks,
-                          bool blockAggregatesOnly);
+                          bool blockAggregatesOnly, bool glaTiles);
 
 /// The longest chunk the product forms of gated_linear_attention and its
 /// grad take (GlaProducts.cpp): their decays must then be at least
@@ -73,6 +74,28 @@ SmallVector<Value> buildGlaProducts(OpBuilder &b, Location loc,
 SmallVector<Value> buildGlaGradProducts(OpBuilder &b, Location loc,
                                         GatedLinearAttentionGradOp op,
                                         ValueRange lead, ValueRange results);
+
+/// Whether gla-tiles' form (GlaTiles.cpp) applies to `op`: real f32
+/// decays, dk and dv static multiples of 16, its block buffers within 48
+/// KiB of shared memory.
+bool glaTilesApply(GatedLinearAttentionOp op);
+
+/// The steps of a chunk of gla-tiles' form.
+int64_t glaTileChunk();
+
+/// gla-tiles' first launch for `op` with leading sizes `lead` and `steps`
+/// steps: each chunk's decay products A_c, `[lead..., chunks, dk]`, and its
+/// state from zero L_c, `[lead..., chunks, dk, dv]`.
+std::pair<Value, Value> buildGlaTileStates(OpBuilder &b, Location loc,
+                                           GatedLinearAttentionOp op,
+                                           ArrayRef<Value> lead, Value steps);
+
+/// gla-tiles' last launch: `yInit` with the outputs of every chunk written,
+/// from the states entering the chunks, `entering` `[lead..., chunks, dk,
+/// dv]`.
+Value buildGlaTileOutputs(OpBuilder &b, Location loc, GatedLinearAttentionOp op,
+                          ArrayRef<Value> lead, Value steps, Value entering,
+                          Value yInit);
 
 /// gate (Gates.cpp).
 void populateGatePatterns(RewritePatternSet &patterns);

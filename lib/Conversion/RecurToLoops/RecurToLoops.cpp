@@ -56,7 +56,8 @@ struct ConvertRecurToLoopsPass
         patterns, scanGroup, scanChunk, streamStoreBytes, scanUnrollBytes,
         glaColumnThreads, windowTiles, attentionProducts, scanSpread,
         scanSpreadChunk, scanWarps, scanWarpsEmulated, glaProducts,
-        windowOnePass, glaColumnChunk, scanBlocks, scanBlocksAggregatesOnly);
+        windowOnePass, glaColumnChunk, scanBlocks, scanBlocksAggregatesOnly,
+        glaTiles);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
@@ -76,11 +77,11 @@ void mlir::recur::populateRecurToLoopsPatterns(
     bool windowTiles, bool attentionProducts, int64_t scanSpread,
     int64_t scanSpreadChunk, bool scanWarps, bool emulateWarps,
     bool glaProducts, bool windowOnePass, int64_t glaColumnChunk,
-    int64_t scanBlocks, bool blockAggregatesOnly) {
+    int64_t scanBlocks, bool blockAggregatesOnly, bool glaTiles) {
   loops::populateScanPatterns(
       patterns, scanGroup, scanChunk, streamStoreBytes, scanUnrollBytes,
       glaColumnThreads, scanSpread, scanSpreadChunk, scanWarps, emulateWarps,
-      glaProducts, glaColumnChunk, scanBlocks, blockAggregatesOnly);
+      glaProducts, glaColumnChunk, scanBlocks, blockAggregatesOnly, glaTiles);
   loops::populateGatePatterns(patterns);
   loops::populateAttentionPatterns(patterns, windowTiles, windowOnePass,
                                    attentionProducts);

@@ -2991,9 +2991,10 @@ struct GlaRegisterChunks {
 
 struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
   GatedLinearAttentionToLoops(MLIRContext *context, bool columnThreads,
-                              int64_t columnChunk, bool products)
+                              int64_t columnChunk, bool products,
+                              bool tiles)
       : OpRewritePattern(context), columnThreads(columnThreads),
-        columnChunk(columnChunk), products(products) {}
+        columnChunk(columnChunk), products(products), tiles(tiles) {}
   /// The recurrent form one output column a thread (the GPU's), rather
   /// than one leading index a thread sweeping the state row by row.
   bool columnThreads;
@@ -3007,6 +3008,9 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
   /// prefersGlaProducts) in its product form where a leading index's decays
   /// allow it (the CPU's; GlaProducts.cpp).
   bool products;
+  /// Where the column form would go in chunks, gla-tiles' form where it
+  /// applies instead (GlaTiles.cpp).
+  bool tiles;
 
   // `recurrent` runs the recurrence one step at a time; `chunked` the
   // chunked algorithm, in its product form where a leading index's decays
@@ -3139,6 +3143,10 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
                                             stateInit, complexState));
         return success();
       }
+      // gla-tiles' form in its own chunks where it applies.
+      bool withTiles = tiles && glaTilesApply(op);
+      if (withTiles)
+        stepsPerChunk = glaTileChunk();
       // In chunks where the sequence is longer than two and the columns are
       // few, when it runs; otherwise a thread a column.
       Value columns = sizes.dv;
@@ -3159,9 +3167,12 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
            {std::make_pair(branch.thenBlock(), stepsPerChunk),
             std::make_pair(branch.elseBlock(), int64_t(0))}) {
         OpBuilder bb = OpBuilder::atBlockEnd(block);
-        scf::YieldOp::create(bb, loc,
-                             buildRegisterColumns(bb, loc, op, sizes, dk, steps,
-                                                  yInit, stateInit));
+        scf::YieldOp::create(
+            bb, loc,
+            withTiles && steps > 0
+                ? buildTiles(bb, loc, op, sizes, dk, yInit, stateInit)
+                : buildRegisterColumns(bb, loc, op, sizes, dk, steps, yInit,
+                                       stateInit));
       }
       rewriter.replaceOp(op, branch.getResults());
       return success();
@@ -3199,6 +3210,27 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
         });
     rewriter.replaceOp(op, results);
     return success();
+  }
+
+  /// gla-tiles' form (GlaTiles.cpp): each chunk's decay products and
+  /// state from zero by a warp's tiles, the states entering the chunks a
+  /// thread per column as in buildRegisterColumns, then each chunk's
+  /// outputs by a warp's tiles.
+  static SmallVector<Value> buildTiles(OpBuilder &rewriter, Location loc,
+                                       GatedLinearAttentionOp op,
+                                       const GlaSizes &sizes, int64_t dk,
+                                       Value yInit, Value stateInit) {
+    GlaRegisterChunks g(
+        rewriter, loc, op.getQ(), op.getK(), op.getV(), op.getA(), op.getInit(),
+        sizes, cast<RankedTensorType>(op.getState().getType()).getElementType(),
+        dk, glaTileChunk());
+    auto [decays, local] =
+        buildGlaTileStates(rewriter, loc, op, sizes.lead, sizes.steps);
+    std::pair<Value, Value> carried =
+        g.enteringStates(rewriter, loc, decays, local, stateInit);
+    return {buildGlaTileOutputs(rewriter, loc, op, sizes.lead, sizes.steps,
+                                carried.first, yInit),
+            carried.second};
   }
 
   /// The recurrent form with the output columns independent too: for each
@@ -3929,13 +3961,14 @@ void mlir::recur::loops::populateScanPatterns(
     int64_t streamStoreBytes, int64_t scanUnrollBytes, bool glaColumnThreads,
     int64_t scanSpread, int64_t scanSpreadChunk, bool scanWarps,
     bool emulateWarps, bool glaProducts, int64_t glaColumnChunk,
-    int64_t scanBlocks, bool blockAggregatesOnly) {
+    int64_t scanBlocks, bool blockAggregatesOnly, bool glaTiles) {
   patterns.add<LinearScanToLoops>(patterns.getContext(), scanGroup, scanChunk,
                                   streamStoreBytes, scanUnrollBytes, scanSpread,
                                   scanSpreadChunk, scanWarps, emulateWarps,
                                   scanBlocks, blockAggregatesOnly);
   patterns.add<GatedLinearAttentionToLoops>(
-      patterns.getContext(), glaColumnThreads, glaColumnChunk, glaProducts);
+      patterns.getContext(), glaColumnThreads, glaColumnChunk, glaProducts,
+      glaTiles);
   patterns.add<GatedLinearAttentionGradToLoops>(
       patterns.getContext(), glaProducts, glaColumnThreads, glaColumnChunk);
   patterns.add<ScanToLoops>(patterns.getContext());

@@ -62,12 +62,13 @@ void stripFrontEndAttributes(ModuleOp module);
 /// `scanChunk`, `streamStoreBytes`, `scanUnrollBytes`, `glaColumnThreads`,
 /// `windowTiles`, `attentionProducts`, `scanSpread`, `scanSpreadChunk`,
 /// `scanWarps`, `emulateWarps`, `glaProducts`, `windowOnePass`,
-/// `glaColumnChunk`, `scanBlocks` and `blockAggregatesOnly` as the pass
+/// `glaColumnChunk`, `scanBlocks`, `blockAggregatesOnly` and `glaTiles` as
+/// the pass
 /// options scan-group, scan-chunk, stream-store-bytes, scan-unroll-bytes,
 /// gla-column-threads, window-tiles, attention-products, scan-spread,
 /// scan-spread-chunk, scan-warps, scan-warps-emulated, gla-products,
-/// window-one-pass, gla-column-chunk, scan-blocks and
-/// scan-blocks-aggregates-only.
+/// window-one-pass, gla-column-chunk, scan-blocks,
+/// scan-blocks-aggregates-only and gla-tiles.
 void populateRecurToLoopsPatterns(
     RewritePatternSet &patterns, int64_t scanGroup = kDefaultScanGroup,
     int64_t scanChunk = 0, int64_t streamStoreBytes = 0,
@@ -76,7 +77,8 @@ void populateRecurToLoopsPatterns(
     int64_t scanSpread = 0, int64_t scanSpreadChunk = kDefaultScanSpreadChunk,
     bool scanWarps = false, bool emulateWarps = false, bool glaProducts = false,
     bool windowOnePass = false, int64_t glaColumnChunk = 0,
-    int64_t scanBlocks = 0, bool blockAggregatesOnly = false);
+    int64_t scanBlocks = 0, bool blockAggregatesOnly = false,
+    bool glaTiles = false);
 
 /// The lanes of a GPU warp.
 constexpr int64_t kWarpLanes = 32;

@@ -1,0 +1,632 @@
+//===- GlaTiles.cpp - the gla's chunks as a warp's matrix tiles -----------===//
+//
+// Part of the Recur project.
+//
+// The GPU's tile form of recur.gated_linear_attention (`gla-tiles`,
+// recurc's --cuda-gla-tiles): real f32 decays, dk and dv static multiples
+// of 16. The steps go in chunks of C = 16, and with P_t = a_s ... a_t the
+// decays from step s to t (a vector over the key index i; 1 when s > t),
+// E_c the state entering chunk c and b its first step:
+//
+//   L_c[i, :] = sum_s k_s[i] P(s+1, b+15)[i] v_s        (the chunk from 0)
+//   A_c[i]    = P(b, b+15)[i]
+//   y_t       = sum_i q_t[i] P(b, t)[i] E_c[i, :]
+//             + sum_{s <= t} (sum_i q_t[i] k_s[i] P(s+1, t)[i]) v_s
+//
+// every decay product a product, never a quotient (a decay of 0, a reset,
+// needs nothing special). Three launches:
+//  1. a block of one warp per (leading index, chunk): its threads take the
+//     key rows i, each the products P(s+1, b+15) from the chunk's last step
+//     back (writing A_c) and k_s[i] times them, the transposed rows K^T
+//     [dk, 16]; then L_c = K^T V, [dk, 16] x [16, dv], by the warp's matrix
+//     tiles (vector.contract of 16 x 8 by 8 x 16, which the CUDA pipeline
+//     makes tensor-core products: wmma.mma.sync ... m16n16k8 ... tf32);
+//  2. the carries E_{c+1} = A_c E_c + L_c a thread per (leading index,
+//     column) (the caller's, Scans.cpp);
+//  3. a block of one warp per (leading index, chunk): the queries' rows
+//     q_t P(b, t) [16, dk] (a thread a key row), the chunk's scores
+//     S[t, s] = sum_i q_t[i] k_s[i] P(s+1, t)[i] for s <= t, 0 above (a
+//     thread a query step: 16 of the 32), then y = S V + (q P) E_c by tiles,
+//     E_c 16 rows at a time.
+// A tensor core multiplies tf32 values (10 bits of mantissa), so each
+// operand x goes as two: hi = x with its low 13 bits cleared, lo = (x -
+// hi) the same way (both exact tf32 values), and a product as three (lo hi
+// + hi lo + hi hi; lo lo, below 2^-20 of it, is left out): the products are
+// exact, the sums f32 (3xTF32; each product within about 2^-20 of the
+// f32 product, where one tf32 product would be within 2^-10). Operands and
+// results go through block buffers (shared memory); rows past the end are
+// decay 1 and zeros, which change nothing, and are not written.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Patterns.h"
+#include "Utility.h"
+
+#include "Recur/IR/Recur.h"
+#include "recur/Conversion/RecurToLoops/RecurToLoops.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::recur;
+using namespace mlir::recur::loops;
+
+namespace {
+
+/// A tile's rows and columns, and the steps of a chunk.
+constexpr int64_t kTile = 16;
+/// A tf32 product's inner size (m16n16k8).
+constexpr int64_t kTileInner = 8;
+/// The threads of a block: one warp, which a tile's ops take together.
+constexpr int64_t kWarp = 32;
+/// The static shared memory of a block.
+constexpr int64_t kSharedBytes = 48 * 1024;
+
+/// The block buffers' bytes of launch 1 and of launch 3 (f32).
+int64_t statesBytes(int64_t dk, int64_t dv) {
+  return 4 * (2 * dk * kTile + 2 * kTile * dv + dk * dv);
+}
+int64_t outputsBytes(int64_t dk, int64_t dv) {
+  return 4 * (2 * kTile * dk + kTile * (dk + 1) + 2 * kTile * dk +
+              2 * kTile * kTile + 2 * kTile * dv + 2 * kTile * dv +
+              kTile * dv);
+}
+
+/// `x` (f32) with its 13 low bits cleared: an exact tf32 value.
+Value tf32High(OpBuilder &b, Location l, Value x) {
+  Type i32 = b.getI32Type();
+  Value bits = arith::BitcastOp::create(b, l, i32, x);
+  Value mask = arith::ConstantIntOp::create(b, l, i32, ~int64_t(0x1fff));
+  return arith::BitcastOp::create(b, l, x.getType(),
+                                  arith::AndIOp::create(b, l, bits, mask));
+}
+
+/// `x` as two tf32 values (hi, lo), hi + lo within 2^-20 |x| of it.
+std::pair<Value, Value> splitTf32(OpBuilder &b, Location l, Value x) {
+  Value hi = tf32High(b, l, x);
+  return {hi, tf32High(b, l, arith::SubFOp::create(b, l, x, hi))};
+}
+
+/// A tensor's pair of buffers (hi, lo) of splitTf32 halves.
+struct Split {
+  Value hi, lo;
+};
+
+/// The loop of a block's threads from 0 to `n` (kBlockThreadsAttrName).
+SmallVector<Value> threadLoop(OpBuilder &b, Location l, int64_t n,
+                              ValueRange init, LoopBody body) {
+  SmallVector<Value> results =
+      buildLoop(b, l, indexConst(b, l, 0), indexConst(b, l, n), init, body);
+  results.front().getDefiningOp()->setAttr(kBlockThreadsAttrName,
+                                           b.getUnitAttr());
+  return results;
+}
+
+/// In thread `tid`, the elements e = tid + 32 m of a [rows, cols] block
+/// buffer (rows * cols a multiple of 32), neighbouring threads on
+/// neighbouring columns: `body` given (row, column).
+SmallVector<Value>
+overElements(OpBuilder &b, Location l, Value tid, int64_t rows, int64_t cols,
+             ValueRange init,
+             function_ref<SmallVector<Value>(OpBuilder &, Location, Value r,
+                                             Value c, ValueRange args)>
+                 body) {
+  return buildLoop(
+      b, l, indexConst(b, l, 0), indexConst(b, l, rows * cols / kWarp), init,
+      [&](OpBuilder &mb, Location ml, ValueRange m, ValueRange args) {
+        Value e = arith::AddIOp::create(
+            mb, ml, tid,
+            arith::MulIOp::create(mb, ml, m[0], indexConst(mb, ml, kWarp)));
+        Value width = indexConst(mb, ml, cols);
+        return body(mb, ml, arith::DivUIOp::create(mb, ml, e, width),
+                    arith::RemUIOp::create(mb, ml, e, width), args);
+      });
+}
+
+/// In thread `tid`, `body` for each key row i = tid + 32 r below `n`
+/// (guarded where n is not a multiple of 32), threading `init`.
+SmallVector<Value>
+overKeyRows(OpBuilder &b, Location l, Value tid, int64_t n, ValueRange init,
+            function_ref<SmallVector<Value>(OpBuilder &, Location, Value i,
+                                            ValueRange args)>
+                body) {
+  SmallVector<Value> out(init);
+  for (int64_t r = 0; r * kWarp < n; ++r) {
+    Value i = arith::AddIOp::create(b, l, tid, indexConst(b, l, r * kWarp));
+    if ((r + 1) * kWarp <= n) {
+      out = body(b, l, i, out);
+      continue;
+    }
+    Value inRange = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, i,
+                                          indexConst(b, l, n));
+    auto branch = scf::IfOp::create(b, l, TypeRange(ValueRange(out)), inRange,
+                                    /*withElseRegion=*/true);
+    OpBuilder thenB = OpBuilder::atBlockEnd(branch.thenBlock());
+    scf::YieldOp::create(thenB, l, body(thenB, l, i, out));
+    OpBuilder elseB = OpBuilder::atBlockEnd(branch.elseBlock());
+    scf::YieldOp::create(elseB, l, out);
+    out = SmallVector<Value>(branch.getResults());
+  }
+  return out;
+}
+
+/// `acc` + A B for the tiles A = a[row..+16, inner..+depth) and B =
+/// b[bRow..+depth, col..+16), by 16 x 8 by 8 x 16 products, three a step
+/// (lo hi, hi lo, hi hi).
+Value multiplyTiles(OpBuilder &b, Location l, Split a, Value row, Value inner,
+                    Split bm, Value bRow, Value col, int64_t depth,
+                    Value acc) {
+  Type f32 = b.getF32Type();
+  auto aType = VectorType::get({kTile, kTileInner}, f32);
+  auto bType = VectorType::get({kTileInner, kTile}, f32);
+  Value pad = floatConst(b, l, f32, 0.0);
+  auto read = [&](Value buf, VectorType type, Value r, Value c) -> Value {
+    return vector::TransferReadOp::create(b, l, type, buf, ValueRange{r, c},
+                                          pad, ArrayRef<bool>{true, true});
+  };
+  auto plus = [&](Value x, int64_t k) -> Value {
+    return k == 0 ? x
+                  : arith::AddIOp::create(b, l, x, indexConst(b, l, k))
+                        .getResult();
+  };
+  MLIRContext *ctx = b.getContext();
+  AffineExpr m, n, k;
+  bindDims(ctx, m, n, k);
+  SmallVector<AffineMap> maps{AffineMap::get(3, 0, {m, k}, ctx),
+                              AffineMap::get(3, 0, {k, n}, ctx),
+                              AffineMap::get(3, 0, {m, n}, ctx)};
+  auto iterators = b.getArrayAttr(
+      {vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
+       vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
+       vector::IteratorTypeAttr::get(ctx, vector::IteratorType::reduction)});
+  for (int64_t k0 = 0; k0 < depth; k0 += kTileInner) {
+    Value aHi = read(a.hi, aType, row, plus(inner, k0));
+    Value aLo = read(a.lo, aType, row, plus(inner, k0));
+    Value bHi = read(bm.hi, bType, plus(bRow, k0), col);
+    Value bLo = read(bm.lo, bType, plus(bRow, k0), col);
+    for (auto [x, y] : {std::pair(aLo, bHi), {aHi, bLo}, {aHi, bHi}})
+      acc = vector::ContractionOp::create(b, l, x, y, acc,
+                                          b.getAffineMapArrayAttr(maps),
+                                          iterators);
+  }
+  return acc;
+}
+
+/// `buf` (a [rows, cols] block buffer) through `body` for each of its 16 x
+/// 16 tiles (row, col), in a loop (the kernels stay small: the CPU runs
+/// these products as vector ops, a tile's a few hundred).
+Value overTiles(OpBuilder &b, Location l, int64_t rows, int64_t cols,
+                Value buf,
+                function_ref<Value(OpBuilder &, Location, Value row, Value col,
+                                   Value buf)>
+                    body) {
+  Value zero = indexConst(b, l, 0);
+  Value tile = indexConst(b, l, kTile);
+  auto rowLoop = scf::ForOp::create(
+      b, l, zero, indexConst(b, l, rows), tile, ValueRange{buf},
+      [&](OpBuilder &rb, Location rl, Value row, ValueRange rowArgs) {
+        auto colLoop = scf::ForOp::create(
+            rb, rl, zero, indexConst(rb, rl, cols), tile, rowArgs,
+            [&](OpBuilder &cb, Location cl, Value col, ValueRange args) {
+              scf::YieldOp::create(cb, cl, body(cb, cl, row, col, args[0]));
+            });
+        scf::YieldOp::create(rb, rl, colLoop.getResults());
+      });
+  return rowLoop.getResult(0);
+}
+
+/// The 16 x 16 tile of `buf` at (row, col).
+Value readTile(OpBuilder &b, Location l, Value buf, Value row, Value col) {
+  Type f32 = b.getF32Type();
+  return vector::TransferReadOp::create(
+      b, l, VectorType::get({kTile, kTile}, f32), buf, ValueRange{row, col},
+      floatConst(b, l, f32, 0.0), ArrayRef<bool>{true, true});
+}
+
+/// A 16 x 16 tile of zeros.
+Value zeroTile(OpBuilder &b, Location l) {
+  auto type = VectorType::get({kTile, kTile}, b.getF32Type());
+  return arith::ConstantOp::create(b, l, type,
+                                   DenseElementsAttr::get(type, 0.0f));
+}
+
+/// `buf` with the tile `acc` written at (row, col).
+Value writeTile(OpBuilder &b, Location l, Value acc, Value buf, Value row,
+                Value col) {
+  return vector::TransferWriteOp::create(b, l, acc, buf, ValueRange{row, col},
+                                         ArrayRef<bool>{true, true})
+      .getResult();
+}
+
+/// What the two launches share: the operands, the sizes and the chunk of
+/// a block.
+struct TileForm {
+  TileForm(OpBuilder &b, Location l, GatedLinearAttentionOp op,
+           ArrayRef<Value> lead, Value steps)
+      : q(op.getQ()), k(op.getK()), v(op.getV()), a(op.getA()),
+        lead(lead.begin(), lead.end()), steps(steps),
+        dk(cast<RankedTensorType>(q.getType()).getShape().back()),
+        dv(cast<RankedTensorType>(v.getType()).getShape().back()),
+        f32(b.getF32Type()),
+        chunks(arith::CeilDivUIOp::create(b, l, steps, indexConst(b, l, kTile))
+                   .getResult()) {}
+
+  /// The blocks: leading indices times chunks.
+  Value blocks(OpBuilder &b, Location l) const {
+    Value n = chunks;
+    for (Value size : lead)
+      n = arith::MulIOp::create(b, l, n, size);
+    return n;
+  }
+
+  /// Block `f`'s leading indices and chunk (the chunk fastest).
+  std::pair<SmallVector<Value>, Value> decompose(OpBuilder &b, Location l,
+                                                 Value f) const {
+    Value c = arith::RemUIOp::create(b, l, f, chunks);
+    Value rest = arith::DivUIOp::create(b, l, f, chunks);
+    SmallVector<Value> idx(lead.size());
+    for (size_t d = lead.size(); d-- > 0;) {
+      idx[d] = d == 0 ? rest : arith::RemUIOp::create(b, l, rest, lead[d]);
+      if (d != 0)
+        rest = arith::DivUIOp::create(b, l, rest, lead[d]);
+    }
+    return {idx, c};
+  }
+
+  /// Step `s` of the chunk starting at `begin` (clamped into the sequence),
+  /// and whether it is in it.
+  std::pair<Value, Value> step(OpBuilder &b, Location l, Value begin,
+                               Value s) const {
+    Value t = arith::AddIOp::create(b, l, begin, s);
+    Value inside =
+        arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, t, steps);
+    Value last = arith::SubIOp::create(b, l, steps, indexConst(b, l, 1));
+    return {arith::MinUIOp::create(b, l, t, last), inside};
+  }
+
+  /// `tensor[lead, t, col]` where `inside`, `pad` otherwise.
+  Value load(OpBuilder &b, Location l, Value tensor, ValueRange idx, Value t,
+             Value inside, Value col, double pad) const {
+    Value x = extractAt(b, l, tensor, concatIndices(idx, {t, col}));
+    return arith::SelectOp::create(b, l, inside, x,
+                                   floatConst(b, l, f32, pad));
+  }
+
+  RankedTensorType buffer(int64_t rows, int64_t cols) const {
+    return RankedTensorType::get({rows, cols}, f32);
+  }
+  Split splitBuffers(OpBuilder &b, Location l, int64_t rows,
+                     int64_t cols) const {
+    return {privateScratch(b, l, buffer(rows, cols), {}),
+            privateScratch(b, l, buffer(rows, cols), {})};
+  }
+
+  /// `into` (a [16, width] pair of block buffers) holding the split
+  /// halves of `element(r, c)`, the threads side by side on the columns.
+  Split loadSplit(OpBuilder &b, Location l, Split into, int64_t width,
+                  function_ref<Value(OpBuilder &, Location, Value r, Value c)>
+                      element) const {
+    SmallVector<Value> out = threadLoop(
+        b, l, kWarp, ValueRange{into.hi, into.lo},
+        [&](OpBuilder &tb, Location tl, ValueRange tid, ValueRange bufs) {
+          return overElements(
+              tb, tl, tid[0], kTile, width, bufs,
+              [&](OpBuilder &eb, Location el, Value r, Value c,
+                  ValueRange acc) {
+                auto [hi, lo] = splitTf32(eb, el, element(eb, el, r, c));
+                return SmallVector<Value>{insertAt(eb, el, hi, acc[0], {r, c}),
+                                          insertAt(eb, el, lo, acc[1], {r, c})};
+              });
+        });
+    return {out[0], out[1]};
+  }
+
+  Value q, k, v, a;
+  SmallVector<Value> lead;
+  Value steps;
+  int64_t dk, dv;
+  Type f32;
+  Value chunks;
+};
+
+} // namespace
+
+bool loops::glaTilesApply(GatedLinearAttentionOp op) {
+  auto q = cast<RankedTensorType>(op.getQ().getType());
+  auto v = cast<RankedTensorType>(op.getV().getType());
+  auto a = cast<RankedTensorType>(op.getA().getType());
+  auto state = cast<RankedTensorType>(op.getState().getType());
+  int64_t dk = q.getShape().back(), dv = v.getShape().back();
+  return q.getElementType().isF32() && a.getElementType().isF32() &&
+         state.getElementType().isF32() && !ShapedType::isDynamic(dk) &&
+         !ShapedType::isDynamic(dv) && dk % kTile == 0 && dv % kTile == 0 &&
+         statesBytes(dk, dv) <= kSharedBytes &&
+         outputsBytes(dk, dv) <= kSharedBytes;
+}
+
+int64_t loops::glaTileChunk() { return kTile; }
+
+std::pair<Value, Value> loops::buildGlaTileStates(OpBuilder &rewriter,
+                                                  Location loc,
+                                                  GatedLinearAttentionOp op,
+                                                  ArrayRef<Value> lead,
+                                                  Value steps) {
+  TileForm g(rewriter, loc, op, lead, steps);
+  int64_t dk = g.dk, dv = g.dv;
+  auto typeOf = [&](ArrayRef<int64_t> tail) {
+    SmallVector<int64_t> shape(cast<RankedTensorType>(g.q.getType())
+                                   .getShape()
+                                   .drop_back(2));
+    shape.push_back(ShapedType::kDynamic);
+    llvm::append_range(shape, tail);
+    return RankedTensorType::get(shape, g.f32);
+  };
+  SmallVector<Value> sizes(lead);
+  sizes.push_back(g.chunks);
+  Value decaysInit = emptyLike(rewriter, loc, typeOf({dk}),
+                               concatIndices(sizes, {indexConst(rewriter, loc, dk)}));
+  SmallVector<Value> localSizes(sizes);
+  localSizes.push_back(indexConst(rewriter, loc, dk));
+  localSizes.push_back(indexConst(rewriter, loc, dv));
+  Value localInit = emptyLike(rewriter, loc, typeOf({dk, dv}), localSizes);
+
+  SmallVector<Value> results = buildNest(
+      rewriter, loc, ValueRange{g.blocks(rewriter, loc)},
+      ValueRange{decaysInit, localInit},
+      [&](OpBuilder &b, Location l, ValueRange f, ValueRange args) {
+        std::pair<SmallVector<Value>, Value> block = g.decompose(b, l, f[0]);
+        SmallVector<Value> idx = block.first;
+        Value c = block.second;
+        Value begin = arith::MulIOp::create(b, l, c, indexConst(b, l, kTile));
+        Split kt = g.splitBuffers(b, l, dk, kTile);
+        // Key row i a thread (i = tid + 32 r): back from the chunk's last
+        // step, k_s[i] P(s+1, b+15)[i], and A_c[i].
+        SmallVector<Value> rows = threadLoop(
+            b, l, kWarp, ValueRange{kt.hi, kt.lo, args[0]},
+            [&](OpBuilder &tb, Location tl, ValueRange tid, ValueRange bufs) {
+              return overKeyRows(
+                  tb, tl, tid[0], dk, bufs,
+                  [&](OpBuilder &rb, Location rl, Value i, ValueRange out) {
+                    SmallVector<Value> acc(out);
+                    Value prod = floatConst(rb, rl, g.f32, 1.0);
+                    for (int64_t s = kTile - 1; s >= 0; --s) {
+                      auto [t, inside] =
+                          g.step(rb, rl, begin, indexConst(rb, rl, s));
+                      Value kv = g.load(rb, rl, g.k, idx, t, inside, i, 0.0);
+                      Value av = g.load(rb, rl, g.a, idx, t, inside, i, 1.0);
+                      auto [hi, lo] = splitTf32(
+                          rb, rl, arith::MulFOp::create(rb, rl, kv, prod));
+                      Value sIdx = indexConst(rb, rl, s);
+                      acc[0] = insertAt(rb, rl, hi, acc[0], {i, sIdx});
+                      acc[1] = insertAt(rb, rl, lo, acc[1], {i, sIdx});
+                      prod = arith::MulFOp::create(rb, rl, prod, av);
+                    }
+                    acc[2] = insertAt(rb, rl, prod, acc[2],
+                                      concatIndices(idx, {c, i}));
+                    return acc;
+                  });
+            });
+        kt = {rows[0], rows[1]};
+        Split vs = g.loadSplit(
+            b, l, g.splitBuffers(b, l, kTile, dv), dv,
+            [&](OpBuilder &eb, Location el, Value s, Value j) {
+              auto [t, inside] = g.step(eb, el, begin, s);
+              return g.load(eb, el, g.v, idx, t, inside, j, 0.0);
+            });
+        // L_c = K^T V by tiles, into a block buffer.
+        Value staged = privateScratch(b, l, g.buffer(dk, dv), {});
+        staged = overTiles(
+            b, l, dk, dv, staged,
+            [&](OpBuilder &tb, Location tl, Value row, Value col, Value buf) {
+              Value zero = indexConst(tb, tl, 0);
+              return writeTile(tb, tl,
+                               multiplyTiles(tb, tl, kt, row, zero, vs, zero,
+                                             col, kTile, zeroTile(tb, tl)),
+                               buf, row, col);
+            });
+        Value local =
+            threadLoop(
+                b, l, kWarp, ValueRange{args[1]},
+                [&](OpBuilder &tb, Location tl, ValueRange tid,
+                    ValueRange out) {
+                  return overElements(
+                      tb, tl, tid[0], dk, dv, out,
+                      [&](OpBuilder &eb, Location el, Value i, Value j,
+                          ValueRange acc) {
+                        return SmallVector<Value>{insertAt(
+                            eb, el, extractAt(eb, el, staged, {i, j}), acc[0],
+                            concatIndices(idx, {c, i, j}))};
+                      });
+                })
+                .front();
+        return SmallVector<Value>{rows[2], local};
+      });
+  results.front().getDefiningOp()->setAttr(kGpuBlockAttrName,
+                                           rewriter.getUnitAttr());
+  return {results[0], results[1]};
+}
+
+Value loops::buildGlaTileOutputs(OpBuilder &rewriter, Location loc,
+                                 GatedLinearAttentionOp op,
+                                 ArrayRef<Value> lead, Value steps,
+                                 Value entering, Value yInit) {
+  TileForm g(rewriter, loc, op, lead, steps);
+  int64_t dk = g.dk, dv = g.dv;
+  SmallVector<Value> results = buildNest(
+      rewriter, loc, ValueRange{g.blocks(rewriter, loc)}, ValueRange{yInit},
+      [&](OpBuilder &b, Location l, ValueRange f, ValueRange args) {
+        std::pair<SmallVector<Value>, Value> block = g.decompose(b, l, f[0]);
+        SmallVector<Value> idx = block.first;
+        Value c = block.second;
+        Value begin = arith::MulIOp::create(b, l, c, indexConst(b, l, kTile));
+        // The chunk's a, k and q (q's rows one element longer: a thread
+        // a query step reads a column of it).
+        SmallVector<Value> raw = threadLoop(
+            b, l, kWarp,
+            ValueRange{privateScratch(b, l, g.buffer(kTile, dk), {}),
+                       privateScratch(b, l, g.buffer(kTile, dk), {}),
+                       privateScratch(b, l, g.buffer(kTile, dk + 1), {})},
+            [&](OpBuilder &tb, Location tl, ValueRange tid, ValueRange bufs) {
+              return overElements(
+                  tb, tl, tid[0], kTile, dk, bufs,
+                  [&](OpBuilder &eb, Location el, Value s, Value i,
+                      ValueRange acc) {
+                    auto [t, inside] = g.step(eb, el, begin, s);
+                    // One statement each: argument order is unspecified.
+                    Value av = g.load(eb, el, g.a, idx, t, inside, i, 1.0);
+                    Value kv = g.load(eb, el, g.k, idx, t, inside, i, 0.0);
+                    Value qv = g.load(eb, el, g.q, idx, t, inside, i, 0.0);
+                    return SmallVector<Value>{
+                        insertAt(eb, el, av, acc[0], {s, i}),
+                        insertAt(eb, el, kv, acc[1], {s, i}),
+                        insertAt(eb, el, qv, acc[2], {s, i})};
+                  });
+            });
+        Value as = raw[0], ks = raw[1], qs = raw[2];
+        // The queries' rows q_t P(b, t), a thread a key row.
+        Split qp = g.splitBuffers(b, l, kTile, dk);
+        SmallVector<Value> qRows = threadLoop(
+            b, l, kWarp, ValueRange{qp.hi, qp.lo},
+            [&](OpBuilder &tb, Location tl, ValueRange tid, ValueRange bufs) {
+              return overKeyRows(
+                  tb, tl, tid[0], dk, bufs,
+                  [&](OpBuilder &rb, Location rl, Value i, ValueRange out) {
+                    SmallVector<Value> acc(out);
+                    Value prod = floatConst(rb, rl, g.f32, 1.0);
+                    for (int64_t s = 0; s < kTile; ++s) {
+                      Value sIdx = indexConst(rb, rl, s);
+                      prod = arith::MulFOp::create(
+                          rb, rl, prod, extractAt(rb, rl, as, {sIdx, i}));
+                      auto [hi, lo] = splitTf32(
+                          rb, rl,
+                          arith::MulFOp::create(
+                              rb, rl, extractAt(rb, rl, qs, {sIdx, i}), prod));
+                      acc[0] = insertAt(rb, rl, hi, acc[0], {sIdx, i});
+                      acc[1] = insertAt(rb, rl, lo, acc[1], {sIdx, i});
+                    }
+                    return acc;
+                  });
+            });
+        qp = {qRows[0], qRows[1]};
+        // The scores, a thread a query step t: S[t, s] for s <= t, the
+        // products P(s+1, t) back from t, each key row's in turn.
+        Split scores = g.splitBuffers(b, l, kTile, kTile);
+        SmallVector<Value> sRows = threadLoop(
+            b, l, kTile, ValueRange{scores.hi, scores.lo},
+            [&](OpBuilder &tb, Location tl, ValueRange t, ValueRange bufs) {
+              SmallVector<Value> zeros(kTile, floatConst(tb, tl, g.f32, 0.0));
+              SmallVector<Value> sums = buildLoop(
+                  tb, tl, indexConst(tb, tl, 0), indexConst(tb, tl, dk), zeros,
+                  [&](OpBuilder &ib, Location il, ValueRange i,
+                      ValueRange acc) {
+                    Value qt = extractAt(ib, il, qs, {t[0], i[0]});
+                    Value prod = floatConst(ib, il, g.f32, 1.0);
+                    SmallVector<Value> next(acc);
+                    for (int64_t s = kTile - 1; s >= 0; --s) {
+                      Value sIdx = indexConst(ib, il, s);
+                      Value seen = arith::CmpIOp::create(
+                          ib, il, arith::CmpIPredicate::ule, sIdx, t[0]);
+                      Value term = arith::MulFOp::create(
+                          ib, il,
+                          arith::MulFOp::create(
+                              ib, il, qt, extractAt(ib, il, ks, {sIdx, i[0]})),
+                          prod);
+                      next[s] = arith::SelectOp::create(
+                          ib, il, seen,
+                          arith::AddFOp::create(ib, il, acc[s], term), acc[s]);
+                      prod = arith::SelectOp::create(
+                          ib, il, seen,
+                          arith::MulFOp::create(
+                              ib, il, prod,
+                              extractAt(ib, il, as, {sIdx, i[0]})),
+                          prod);
+                    }
+                    return next;
+                  });
+              Value hiBuf = bufs[0], loBuf = bufs[1];
+              for (int64_t s = 0; s < kTile; ++s) {
+                auto [hi, lo] = splitTf32(tb, tl, sums[s]);
+                Value sIdx = indexConst(tb, tl, s);
+                hiBuf = insertAt(tb, tl, hi, hiBuf, {t[0], sIdx});
+                loBuf = insertAt(tb, tl, lo, loBuf, {t[0], sIdx});
+              }
+              return SmallVector<Value>{hiBuf, loBuf};
+            });
+        scores = {sRows[0], sRows[1]};
+        Split vs = g.loadSplit(
+            b, l, g.splitBuffers(b, l, kTile, dv), dv,
+            [&](OpBuilder &eb, Location el, Value s, Value j) {
+              auto [t, inside] = g.step(eb, el, begin, s);
+              return g.load(eb, el, g.v, idx, t, inside, j, 0.0);
+            });
+        // y = S V + (q P) E_c, E_c 16 rows at a time, each tile's sums
+        // kept in the block buffer between them.
+        Value staged = overTiles(
+            b, l, kTile, dv, privateScratch(b, l, g.buffer(kTile, dv), {}),
+            [&](OpBuilder &tb, Location tl, Value row, Value col, Value buf) {
+              Value zero = indexConst(tb, tl, 0);
+              return writeTile(tb, tl,
+                               multiplyTiles(tb, tl, scores, row, zero, vs,
+                                             zero, col, kTile,
+                                             zeroTile(tb, tl)),
+                               buf, row, col);
+            });
+        Split es = g.splitBuffers(b, l, kTile, dv);
+        for (int64_t i0 = 0; i0 < dk; i0 += kTile) {
+          es = g.loadSplit(b, l, es, dv,
+                           [&](OpBuilder &eb, Location el, Value r, Value j) {
+                             Value i = arith::AddIOp::create(
+                                 eb, el, r, indexConst(eb, el, i0));
+                             return extractAt(eb, el, entering,
+                                              concatIndices(idx, {c, i, j}));
+                           });
+          staged = overTiles(
+              b, l, kTile, dv, staged,
+              [&](OpBuilder &tb, Location tl, Value row, Value col,
+                  Value buf) {
+                Value zero = indexConst(tb, tl, 0);
+                Value sums = readTile(tb, tl, buf, row, col);
+                return writeTile(tb, tl,
+                                 multiplyTiles(tb, tl, qp, row,
+                                               indexConst(tb, tl, i0), es,
+                                               zero, col, kTile, sums),
+                                 buf, row, col);
+              });
+        }
+        // The chunk's steps in the sequence written out.
+        Value y =
+            threadLoop(
+                b, l, kWarp, ValueRange{args[0]},
+                [&](OpBuilder &tb, Location tl, ValueRange tid,
+                    ValueRange out) {
+                  return overElements(
+                      tb, tl, tid[0], kTile, dv, out,
+                      [&](OpBuilder &eb, Location el, Value s, Value j,
+                          ValueRange yAcc) {
+                        auto [t, inside] = g.step(eb, el, begin, s);
+                        auto branch =
+                            scf::IfOp::create(eb, el, TypeRange{yAcc[0]},
+                                              inside, /*withElseRegion=*/true);
+                        OpBuilder thenB =
+                            OpBuilder::atBlockEnd(branch.thenBlock());
+                        scf::YieldOp::create(
+                            thenB, el,
+                            insertAt(thenB, el,
+                                     extractAt(thenB, el, staged, {s, j}),
+                                     yAcc[0], concatIndices(idx, {t, j})));
+                        OpBuilder elseB =
+                            OpBuilder::atBlockEnd(branch.elseBlock());
+                        scf::YieldOp::create(elseB, el, yAcc[0]);
+                        return SmallVector<Value>(branch.getResults());
+                      });
+                })
+                .front();
+        return SmallVector<Value>{y};
+      });
+  results.front().getDefiningOp()->setAttr(kGpuBlockAttrName,
+                                           rewriter.getUnitAttr());
+  return results.front();
+}
