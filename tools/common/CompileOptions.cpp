@@ -173,7 +173,8 @@ CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
       return std::string(
           "--cuda-block-threads, --cuda-scan-unroll-bytes, "
           "--cuda-scan-spread, --cuda-scan-warps, "
-          "--cuda-scan-blocks, --cuda-window-one-pass, --cuda-gla-column-chunk, "
+          "--cuda-scan-blocks, --cuda-window-one-pass, "
+          "--cuda-gla-column-chunk, "
           "--cuda-gla-tiles and --cuda-split-reductions need --target=cuda");
     return std::nullopt;
   }

@@ -71,8 +71,7 @@ int64_t statesBytes(int64_t dk, int64_t dv) {
 }
 int64_t outputsBytes(int64_t dk, int64_t dv) {
   return 4 * (2 * kTile * dk + kTile * (dk + 1) + 2 * kTile * dk +
-              2 * kTile * kTile + 2 * kTile * dv + 2 * kTile * dv +
-              kTile * dv);
+              2 * kTile * kTile + 2 * kTile * dv + 2 * kTile * dv + kTile * dv);
 }
 
 /// `x` (f32) with its 13 low bits cleared: an exact tf32 value.
@@ -157,8 +156,7 @@ overKeyRows(OpBuilder &b, Location l, Value tid, int64_t n, ValueRange init,
 /// b[bRow..+depth, col..+16), by 16 x 8 by 8 x 16 products, three a step
 /// (lo hi, hi lo, hi hi).
 Value multiplyTiles(OpBuilder &b, Location l, Split a, Value row, Value inner,
-                    Split bm, Value bRow, Value col, int64_t depth,
-                    Value acc) {
+                    Split bm, Value bRow, Value col, int64_t depth, Value acc) {
   Type f32 = b.getF32Type();
   auto aType = VectorType::get({kTile, kTileInner}, f32);
   auto bType = VectorType::get({kTileInner, kTile}, f32);
@@ -188,9 +186,8 @@ Value multiplyTiles(OpBuilder &b, Location l, Split a, Value row, Value inner,
     Value bHi = read(bm.hi, bType, plus(bRow, k0), col);
     Value bLo = read(bm.lo, bType, plus(bRow, k0), col);
     for (auto [x, y] : {std::pair(aLo, bHi), {aHi, bLo}, {aHi, bHi}})
-      acc = vector::ContractionOp::create(b, l, x, y, acc,
-                                          b.getAffineMapArrayAttr(maps),
-                                          iterators);
+      acc = vector::ContractionOp::create(
+          b, l, x, y, acc, b.getAffineMapArrayAttr(maps), iterators);
   }
   return acc;
 }
@@ -198,11 +195,10 @@ Value multiplyTiles(OpBuilder &b, Location l, Split a, Value row, Value inner,
 /// `buf` (a [rows, cols] block buffer) through `body` for each of its 16 x
 /// 16 tiles (row, col), in a loop (the kernels stay small: the CPU runs
 /// these products as vector ops, a tile's a few hundred).
-Value overTiles(OpBuilder &b, Location l, int64_t rows, int64_t cols,
-                Value buf,
-                function_ref<Value(OpBuilder &, Location, Value row, Value col,
-                                   Value buf)>
-                    body) {
+Value overTiles(
+    OpBuilder &b, Location l, int64_t rows, int64_t cols, Value buf,
+    function_ref<Value(OpBuilder &, Location, Value row, Value col, Value buf)>
+        body) {
   Value zero = indexConst(b, l, 0);
   Value tile = indexConst(b, l, kTile);
   auto rowLoop = scf::ForOp::create(
@@ -291,8 +287,7 @@ struct TileForm {
   Value load(OpBuilder &b, Location l, Value tensor, ValueRange idx, Value t,
              Value inside, Value col, double pad) const {
     Value x = extractAt(b, l, tensor, concatIndices(idx, {t, col}));
-    return arith::SelectOp::create(b, l, inside, x,
-                                   floatConst(b, l, f32, pad));
+    return arith::SelectOp::create(b, l, inside, x, floatConst(b, l, f32, pad));
   }
 
   RankedTensorType buffer(int64_t rows, int64_t cols) const {
@@ -357,17 +352,17 @@ std::pair<Value, Value> loops::buildGlaTileStates(OpBuilder &rewriter,
   TileForm g(rewriter, loc, op, lead, steps);
   int64_t dk = g.dk, dv = g.dv;
   auto typeOf = [&](ArrayRef<int64_t> tail) {
-    SmallVector<int64_t> shape(cast<RankedTensorType>(g.q.getType())
-                                   .getShape()
-                                   .drop_back(2));
+    SmallVector<int64_t> shape(
+        cast<RankedTensorType>(g.q.getType()).getShape().drop_back(2));
     shape.push_back(ShapedType::kDynamic);
     llvm::append_range(shape, tail);
     return RankedTensorType::get(shape, g.f32);
   };
   SmallVector<Value> sizes(lead);
   sizes.push_back(g.chunks);
-  Value decaysInit = emptyLike(rewriter, loc, typeOf({dk}),
-                               concatIndices(sizes, {indexConst(rewriter, loc, dk)}));
+  Value decaysInit =
+      emptyLike(rewriter, loc, typeOf({dk}),
+                concatIndices(sizes, {indexConst(rewriter, loc, dk)}));
   SmallVector<Value> localSizes(sizes);
   localSizes.push_back(indexConst(rewriter, loc, dk));
   localSizes.push_back(indexConst(rewriter, loc, dv));
@@ -410,12 +405,12 @@ std::pair<Value, Value> loops::buildGlaTileStates(OpBuilder &rewriter,
                   });
             });
         kt = {rows[0], rows[1]};
-        Split vs = g.loadSplit(
-            b, l, g.splitBuffers(b, l, kTile, dv), dv,
-            [&](OpBuilder &eb, Location el, Value s, Value j) {
-              auto [t, inside] = g.step(eb, el, begin, s);
-              return g.load(eb, el, g.v, idx, t, inside, j, 0.0);
-            });
+        Split vs =
+            g.loadSplit(b, l, g.splitBuffers(b, l, kTile, dv), dv,
+                        [&](OpBuilder &eb, Location el, Value s, Value j) {
+                          auto [t, inside] = g.step(eb, el, begin, s);
+                          return g.load(eb, el, g.v, idx, t, inside, j, 0.0);
+                        });
         // L_c = K^T V by tiles, into a block buffer.
         Value staged = privateScratch(b, l, g.buffer(dk, dv), {});
         staged = overTiles(
@@ -428,19 +423,18 @@ std::pair<Value, Value> loops::buildGlaTileStates(OpBuilder &rewriter,
                                buf, row, col);
             });
         Value local =
-            threadLoop(
-                b, l, kWarp, ValueRange{args[1]},
-                [&](OpBuilder &tb, Location tl, ValueRange tid,
-                    ValueRange out) {
-                  return overElements(
-                      tb, tl, tid[0], dk, dv, out,
-                      [&](OpBuilder &eb, Location el, Value i, Value j,
-                          ValueRange acc) {
-                        return SmallVector<Value>{insertAt(
-                            eb, el, extractAt(eb, el, staged, {i, j}), acc[0],
-                            concatIndices(idx, {c, i, j}))};
-                      });
-                })
+            threadLoop(b, l, kWarp, ValueRange{args[1]},
+                       [&](OpBuilder &tb, Location tl, ValueRange tid,
+                           ValueRange out) {
+                         return overElements(
+                             tb, tl, tid[0], dk, dv, out,
+                             [&](OpBuilder &eb, Location el, Value i, Value j,
+                                 ValueRange acc) {
+                               return SmallVector<Value>{insertAt(
+                                   eb, el, extractAt(eb, el, staged, {i, j}),
+                                   acc[0], concatIndices(idx, {c, i, j}))};
+                             });
+                       })
                 .front();
         return SmallVector<Value>{rows[2], local};
       });
@@ -556,12 +550,12 @@ Value loops::buildGlaTileOutputs(OpBuilder &rewriter, Location loc,
               return SmallVector<Value>{hiBuf, loBuf};
             });
         scores = {sRows[0], sRows[1]};
-        Split vs = g.loadSplit(
-            b, l, g.splitBuffers(b, l, kTile, dv), dv,
-            [&](OpBuilder &eb, Location el, Value s, Value j) {
-              auto [t, inside] = g.step(eb, el, begin, s);
-              return g.load(eb, el, g.v, idx, t, inside, j, 0.0);
-            });
+        Split vs =
+            g.loadSplit(b, l, g.splitBuffers(b, l, kTile, dv), dv,
+                        [&](OpBuilder &eb, Location el, Value s, Value j) {
+                          auto [t, inside] = g.step(eb, el, begin, s);
+                          return g.load(eb, el, g.v, idx, t, inside, j, 0.0);
+                        });
         // y = S V + (q P) E_c, E_c 16 rows at a time, each tile's sums
         // kept in the block buffer between them.
         Value staged = overTiles(
@@ -576,23 +570,22 @@ Value loops::buildGlaTileOutputs(OpBuilder &rewriter, Location loc,
             });
         Split es = g.splitBuffers(b, l, kTile, dv);
         for (int64_t i0 = 0; i0 < dk; i0 += kTile) {
-          es = g.loadSplit(b, l, es, dv,
-                           [&](OpBuilder &eb, Location el, Value r, Value j) {
-                             Value i = arith::AddIOp::create(
-                                 eb, el, r, indexConst(eb, el, i0));
-                             return extractAt(eb, el, entering,
-                                              concatIndices(idx, {c, i, j}));
-                           });
+          es = g.loadSplit(
+              b, l, es, dv, [&](OpBuilder &eb, Location el, Value r, Value j) {
+                Value i =
+                    arith::AddIOp::create(eb, el, r, indexConst(eb, el, i0));
+                return extractAt(eb, el, entering,
+                                 concatIndices(idx, {c, i, j}));
+              });
           staged = overTiles(
               b, l, kTile, dv, staged,
-              [&](OpBuilder &tb, Location tl, Value row, Value col,
-                  Value buf) {
+              [&](OpBuilder &tb, Location tl, Value row, Value col, Value buf) {
                 Value zero = indexConst(tb, tl, 0);
                 Value sums = readTile(tb, tl, buf, row, col);
                 return writeTile(tb, tl,
                                  multiplyTiles(tb, tl, qp, row,
-                                               indexConst(tb, tl, i0), es,
-                                               zero, col, kTile, sums),
+                                               indexConst(tb, tl, i0), es, zero,
+                                               col, kTile, sums),
                                  buf, row, col);
               });
         }

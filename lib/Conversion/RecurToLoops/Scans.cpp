@@ -2991,8 +2991,7 @@ struct GlaRegisterChunks {
 
 struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
   GatedLinearAttentionToLoops(MLIRContext *context, bool columnThreads,
-                              int64_t columnChunk, bool products,
-                              bool tiles)
+                              int64_t columnChunk, bool products, bool tiles)
       : OpRewritePattern(context), columnThreads(columnThreads),
         columnChunk(columnChunk), products(products), tiles(tiles) {}
   /// The recurrent form one output column a thread (the GPU's), rather
@@ -3966,9 +3965,9 @@ void mlir::recur::loops::populateScanPatterns(
                                   streamStoreBytes, scanUnrollBytes, scanSpread,
                                   scanSpreadChunk, scanWarps, emulateWarps,
                                   scanBlocks, blockAggregatesOnly);
-  patterns.add<GatedLinearAttentionToLoops>(
-      patterns.getContext(), glaColumnThreads, glaColumnChunk, glaProducts,
-      glaTiles);
+  patterns.add<GatedLinearAttentionToLoops>(patterns.getContext(),
+                                            glaColumnThreads, glaColumnChunk,
+                                            glaProducts, glaTiles);
   patterns.add<GatedLinearAttentionGradToLoops>(
       patterns.getContext(), glaProducts, glaColumnThreads, glaColumnChunk);
   patterns.add<ScanToLoops>(patterns.getContext());

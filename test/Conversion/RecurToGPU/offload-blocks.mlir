@@ -257,3 +257,126 @@ func.func @carried(%x: memref<?x64xf32>) {
   } {recur.gpu_block}
   return
 }
+
+// -----
+
+// A warp's matrix tiles (gla-tiles: vector.contract of 16 x 8 by 8 x 16,
+// the transfers of its operands and result) run in every thread of a
+// block of one warp, together (convert-vector-to-gpu makes them the warp's
+// gpu.subgroup_mma_* ops), with a loop of them: a barrier before the
+// loop, which writes a tile, after the threads' writes, and before the
+// threads' reads after it; none of it in thread 0 alone.
+
+// CHECK-LABEL: func.func @warp_tiles
+// CHECK: gpu.launch
+// CHECK-SAME: threads(%[[T:[^,]*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C32:[^,]*]],
+// CHECK: scf.if
+// CHECK: gpu.barrier
+// CHECK-NEXT: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT: vector.transfer_read %{{.*}}[%{{.*}}, %{{.*}}]{{.*}} vector<16x8xf32>
+// CHECK-NEXT: vector.transfer_read %{{.*}}[%{{.*}}, %[[J]]]{{.*}} vector<8x16xf32>
+// CHECK-NEXT: vector.contract
+// CHECK-NEXT: vector.transfer_write
+// CHECK-NEXT: {{^ *}}}{{$}}
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: arith.cmpi ult, %[[T]]
+// CHECK-NEXT: scf.if
+// CHECK: gpu.terminator
+func.func @warp_tiles(%x: memref<?x16x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %pad = arith.constant 0.0 : f32
+  %zeros = arith.constant dense<0.0> : vector<16x16xf32>
+  %n = memref.dim %x, %c0 : memref<?x16x32xf32>
+  scf.parallel (%b) = (%c0) to (%n) step (%c1) {
+    %a = memref.alloc() : memref<16x8xf32>
+    %w = memref.alloc() : memref<8x32xf32>
+    %y = memref.alloc() : memref<16x32xf32>
+    scf.for %t = %c0 to %c32 step %c1 {
+      %v = memref.load %x[%b, %c0, %t] : memref<?x16x32xf32>
+      memref.store %v, %w[%c0, %t] : memref<8x32xf32>
+    } {recur.block_threads}
+    scf.for %j = %c0 to %c32 step %c16 {
+      %ta = vector.transfer_read %a[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x8xf32>, vector<16x8xf32>
+      %tw = vector.transfer_read %w[%c0, %j], %pad {in_bounds = [true, true]} : memref<8x32xf32>, vector<8x16xf32>
+      %p = vector.contract {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %ta, %tw, %zeros : vector<16x8xf32>, vector<8x16xf32> into vector<16x16xf32>
+      vector.transfer_write %p, %y[%c0, %j] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x32xf32>
+    }
+    scf.for %t = %c0 to %c32 step %c1 {
+      %v = memref.load %y[%c1, %t] : memref<16x32xf32>
+      memref.store %v, %x[%b, %c1, %t] : memref<?x16x32xf32>
+    } {recur.block_threads}
+    memref.dealloc %a : memref<16x8xf32>
+    memref.dealloc %w : memref<8x32xf32>
+    memref.dealloc %y : memref<16x32xf32>
+    scf.reduce
+  } {recur.gpu_block}
+  return
+}
+
+// -----
+
+func.func @tiles_of_two_warps(%x: memref<?x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %pad = arith.constant 0.0 : f32
+  %n = memref.dim %x, %c0 : memref<?x64xf32>
+  scf.parallel (%b) = (%c0) to (%n) step (%c1) {
+    %y = memref.alloc() : memref<16x16xf32>
+    scf.for %t = %c0 to %c64 step %c1 {
+      %v = memref.load %x[%b, %t] : memref<?x64xf32>
+      memref.store %v, %x[%b, %t] : memref<?x64xf32>
+    } {recur.block_threads}
+    // expected-error @+1 {{cannot run on the GPU: a warp's matrix tiles in blocks of 64 threads (they take blocks of one warp, 32)}}
+    %m = vector.transfer_read %y[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+    vector.transfer_write %m, %y[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    memref.dealloc %y : memref<16x16xf32>
+    scf.reduce
+  } {recur.gpu_block}
+  return
+}
+
+// -----
+
+func.func @tiles_outside_blocks(%y: memref<16x16xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %pad = arith.constant 0.0 : f32
+  scf.parallel (%b) = (%c0) to (%n) step (%c1) {
+    // expected-error @+1 {{cannot run on the GPU: a matrix (a warp's tile) outside the level of a block form's blocks}}
+    %m = vector.transfer_read %y[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+    vector.transfer_write %m, %y[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+func.func @tiles_and_stores(%x: memref<?x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %pad = arith.constant 0.0 : f32
+  %n = memref.dim %x, %c0 : memref<?x32xf32>
+  scf.parallel (%b) = (%c0) to (%n) step (%c1) {
+    %y = memref.alloc() : memref<16x32xf32>
+    scf.for %t = %c0 to %c32 step %c1 {
+      %v = memref.load %x[%b, %t] : memref<?x32xf32>
+      memref.store %v, %x[%b, %t] : memref<?x32xf32>
+    } {recur.block_threads}
+    // expected-error @+1 {{cannot run on the GPU: a loop or branch of a warp's matrix tiles that writes other memory}}
+    scf.for %j = %c0 to %c32 step %c16 {
+      %m = vector.transfer_read %y[%c0, %j], %pad {in_bounds = [true, true]} : memref<16x32xf32>, vector<16x16xf32>
+      vector.transfer_write %m, %y[%c0, %j] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x32xf32>
+      memref.store %pad, %x[%b, %j] : memref<?x32xf32>
+    }
+    memref.dealloc %y : memref<16x32xf32>
+    scf.reduce
+  } {recur.gpu_block}
+  return
+}
