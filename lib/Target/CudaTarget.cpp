@@ -210,6 +210,7 @@ mlir::recur::cudaPipelineOptions(const CudaTargetOptions &options) {
   pipeline.windowOnePass = options.windowOnePass;
   pipeline.glaColumnChunk = options.glaColumnChunk;
   pipeline.glaTiles = options.glaTiles;
+  pipeline.windowWarpTiles = options.windowWarpTiles;
   pipeline.splitReductions = options.splitReductions;
   pipeline.scanBlocks = options.scanBlocks;
   return pipeline;

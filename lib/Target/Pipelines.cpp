@@ -43,7 +43,8 @@ void ensurePassesRegistered() {
 /// `glaColumnChunk` steps where the columns are few, with `glaTiles` in
 /// chunks of 16 by a warp's matrix tiles where it applies); window attention
 /// by tiles of queries in register blocks with `windowTiles`, or in one pass
-/// over each query's keys with `windowOnePass`; attention of
+/// over each query's keys with `windowOnePass` (by a warp's matrix tiles
+/// with `windowWarpTiles` where it applies); attention of
 /// static sizes as linalg products with `attentionProducts`; a chunked gla
 /// (and an `auto` one of a state of 32 KiB or more) and a gla backward of
 /// real decays as chunked products where they allow with `glaProducts`),
@@ -59,15 +60,13 @@ void ensurePassesRegistered() {
 /// over about that many parallel iterations (recur-split-reductions), the
 /// tagged loops and linalg's parallel dimensions as scf.parallel, buffers
 /// deallocated.
-std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
-                            int64_t scanSpread, bool scanWarps,
-                            int64_t scanUnrollBytes, int64_t streamStoreBytes,
-                            bool glaColumnThreads, int64_t glaColumnChunk,
-                            bool windowTiles, bool windowOnePass,
-                            bool attentionProducts, bool glaProducts,
-                            bool blockContractions, bool interchangeReductions,
-                            bool destinations, int64_t splitReductions,
-                            int64_t scanBlocks, bool glaTiles) {
+std::string bufferizedLoops(
+    int64_t scanGroup, int64_t scanChunk, int64_t scanSpread, bool scanWarps,
+    int64_t scanUnrollBytes, int64_t streamStoreBytes, bool glaColumnThreads,
+    int64_t glaColumnChunk, bool windowTiles, bool windowOnePass,
+    bool attentionProducts, bool glaProducts, bool blockContractions,
+    bool interchangeReductions, bool destinations, int64_t splitReductions,
+    int64_t scanBlocks, bool glaTiles, bool windowWarpTiles) {
   return "convert-recur-to-loops{mark-parallel scan-group=" +
          std::to_string(scanGroup) +
          " scan-chunk=" + std::to_string(scanChunk) +
@@ -79,6 +78,7 @@ std::string bufferizedLoops(int64_t scanGroup, int64_t scanChunk,
          " gla-column-threads=" + (glaColumnThreads ? "true" : "false") +
          " gla-column-chunk=" + std::to_string(glaColumnChunk) +
          " gla-tiles=" + (glaTiles ? "true" : "false") +
+         " window-warp-tiles=" + (windowWarpTiles ? "true" : "false") +
          " window-tiles=" + (windowTiles ? "true" : "false") +
          " window-one-pass=" + (windowOnePass ? "true" : "false") +
          " attention-products=" + (attentionProducts ? "true" : "false") +
@@ -119,7 +119,8 @@ std::string cudaLoops(const recur::CudaPipelineOptions &gpu, bool scanWarps,
                          /*glaProducts=*/false,
                          /*blockContractions=*/false,
                          /*interchangeReductions=*/false, destinations,
-                         gpu.splitReductions, gpu.scanBlocks, gpu.glaTiles);
+                         gpu.splitReductions, gpu.scanBlocks, gpu.glaTiles,
+                         gpu.windowWarpTiles);
 }
 
 void appendPipeline(OpPassManager &pm, StringRef text, StringRef what) {
@@ -208,7 +209,7 @@ void mlir::recur::buildCpuLoweringPipeline(OpPassManager &pm,
                             /*interchangeReductions=*/true,
                             /*destinations=*/true,
                             /*splitReductions=*/0, /*scanBlocks=*/0,
-                            /*glaTiles=*/false);
+                            /*glaTiles=*/false, /*windowWarpTiles=*/false);
   std::string text = loops + "recur-stream-stores,"
                              "func.func(recur-promote-accumulators),"
                              "recur-workspace-bound,"

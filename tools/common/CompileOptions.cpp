@@ -137,6 +137,19 @@ CompileOptions::CompileOptions(cl::OptionCategory &category)
                    "outputs (default off: not yet run on a GPU; "
                    "--target=cuda only)"),
           cl::cat(category)),
+      cudaWindowWarpTiles(
+          "cuda-window-warp-tiles",
+          cl::desc("Window attention of f32 whose query and value channels "
+                   "are static multiples of 16 (d = dv = 64 takes 32 KiB of "
+                   "shared memory; at most 48 KiB) goes by a warp's matrix "
+                   "tiles on tensor cores (wmma, tf32; each f32 operand as "
+                   "two tf32 halves, three products, for about f32's "
+                   "accuracy): a block of one warp per tile of 16 queries "
+                   "walks the 16-row tiles of their keys, Q K^T and P V by "
+                   "tiles and the online softmax a thread a query row; the "
+                   "backward keeps its forms (default off: not yet run on a "
+                   "GPU; --target=cuda only)"),
+          cl::cat(category)),
       cudaSplitReductions(
           "cuda-split-reductions",
           cl::desc("A reduction onto at most n / 2 output elements (a "
@@ -169,13 +182,14 @@ CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
         cudaWindowOnePass.getNumOccurrences() ||
         cudaGlaColumnChunk.getNumOccurrences() ||
         cudaGlaTiles.getNumOccurrences() ||
+        cudaWindowWarpTiles.getNumOccurrences() ||
         cudaSplitReductions.getNumOccurrences())
-      return std::string(
-          "--cuda-block-threads, --cuda-scan-unroll-bytes, "
-          "--cuda-scan-spread, --cuda-scan-warps, "
-          "--cuda-scan-blocks, --cuda-window-one-pass, "
-          "--cuda-gla-column-chunk, "
-          "--cuda-gla-tiles and --cuda-split-reductions need --target=cuda");
+      return std::string("--cuda-block-threads, --cuda-scan-unroll-bytes, "
+                         "--cuda-scan-spread, --cuda-scan-warps, "
+                         "--cuda-scan-blocks, --cuda-window-one-pass, "
+                         "--cuda-gla-column-chunk, "
+                         "--cuda-gla-tiles, --cuda-window-warp-tiles and "
+                         "--cuda-split-reductions need --target=cuda");
     return std::nullopt;
   }
   if (cudaBlockThreads < 1 || cudaBlockThreads > 1024)
@@ -211,6 +225,7 @@ CompileOptions::applyCuda(mlir::recur::CudaTargetOptions *cuda) const {
   cuda->windowOnePass = cudaWindowOnePass;
   cuda->glaColumnChunk = cudaGlaColumnChunk;
   cuda->glaTiles = cudaGlaTiles;
+  cuda->windowWarpTiles = cudaWindowWarpTiles;
   cuda->splitReductions = cudaSplitReductions;
   return std::nullopt;
 }

@@ -44,6 +44,7 @@ struct CompileOptions {
   llvm::cl::opt<bool> cudaWindowOnePass;
   llvm::cl::opt<int64_t> cudaGlaColumnChunk;
   llvm::cl::opt<bool> cudaGlaTiles;
+  llvm::cl::opt<bool> cudaWindowWarpTiles;
   llvm::cl::opt<int64_t> cudaSplitReductions;
 
   /// --stream-store-bytes as the pipelines take it.

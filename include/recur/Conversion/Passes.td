@@ -218,6 +218,17 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "f32 operands split into two tf32 halves (three products: the "
            "CUDA pipeline's tensor-core form, recurc's --cuda-gla-tiles; "
            "the same loops run on the CPU)">,
+    Option<"windowWarpTiles", "window-warp-tiles", "bool",
+           /*default=*/"false",
+           "Without window-tiles, a window_attention of f32 whose channels "
+           "are static multiples of 16 (its block buffers within 48 KiB: d "
+           "= dv = 64 takes 32 KiB) goes by a warp's matrix tiles: a block "
+           "of 32 threads per (leading index, tile of 16 queries) walks the "
+           "16-row tiles of its queries' key ranges, S = Q K^T and O += P V "
+           "by vector.contract of 16 x 8 by 8 x 16 tiles of f32 operands "
+           "split into two tf32 halves, the online softmax a thread a query "
+           "row in between (the CUDA pipeline's tensor-core form, recurc's "
+           "--cuda-window-warp-tiles; the same loops run on the CPU)">,
     Option<"scanWarpsEmulated", "scan-warps-emulated", "bool",
            /*default=*/"false",
            "scan-warps' form with a warp's 32 lanes side by side in each "

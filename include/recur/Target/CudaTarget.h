@@ -48,6 +48,7 @@ struct CudaTargetOptions {
   bool windowOnePass = true;
   int64_t glaColumnChunk = kDefaultCudaGlaColumnChunk;
   bool glaTiles = false;
+  bool windowWarpTiles = false;
   int64_t splitReductions = kDefaultCudaSplitReductions;
   /// The CUDA toolkit (bin/ptxas, bin/fatbinary, nvvm/libdevice); empty:
   /// findCudaToolkit().

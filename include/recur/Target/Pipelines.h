@@ -85,6 +85,10 @@ struct CudaPipelineOptions {
   /// 16 by a warp's matrix tiles, on tensor cores (convert-recur-to-loops'
   /// gla-tiles).
   bool glaTiles = false;
+  /// Whether window attention of f32 whose channels are static multiples
+  /// of 16 goes by a warp's matrix tiles, on tensor cores
+  /// (convert-recur-to-loops' window-warp-tiles).
+  bool windowWarpTiles = false;
   /// The threads a reduction onto at most half as many output elements
   /// is split over, in parts summed into partials first
   /// (recur-split-reductions' threads; 0: a thread per output element).

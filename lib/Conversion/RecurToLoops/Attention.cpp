@@ -28,9 +28,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "Patterns.h"
+#include "Tiles.h"
 #include "Utility.h"
 
 #include "Recur/IR/Recur.h"
+#include "recur/Conversion/RecurToLoops/RecurToLoops.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -850,6 +852,352 @@ struct WindowAttentionOnePassToLoops : OpRewritePattern<WindowAttentionOp> {
         });
     rewriter.replaceOp(op, results);
     return success();
+  }
+};
+
+/// recur.window_attention by a warp's matrix tiles (the GPU's form with
+/// `window-warp-tiles`, recurc's --cuda-window-warp-tiles; flash
+/// attention's order): f32, d and dv static multiples of 16, the block
+/// buffers within 48 KiB. A block of one warp per (leading index, tile of
+/// 16 query positions) loads the queries split into tf32 halves, then walks
+/// the 16-row tiles of the union of their queries' key ranges (the tiles
+/// outside it, all masked, never visited); for each key tile:
+///  - the warp's threads load the keys (transposed) and the values, split;
+///  - S = Q K^T by tiles (tiles::multiplyTiles: tensor cores on a GPU);
+///  - a thread a query row: the logits scale S + bias of the keys in its
+///    own range, their largest m_t, the running largest m (the sums so far
+///    rescaled by exp(m_old - m)), the weights P = exp(logit - m) (0 for
+///    keys outside its range), l = l exp(m_old - m) + sum P;
+///  - O += P V by tiles, O in a block buffer;
+/// then O / l is written (a row that saw no key, l = 0, stays 0). Sums are
+/// reassociated against the row form, so results agree with it to
+/// rounding (and the tf32 halves' products within about 2^-20 of f32's).
+/// Anything else is left to the other patterns.
+struct WindowAttentionWarpTilesToLoops : OpRewritePattern<WindowAttentionOp> {
+  explicit WindowAttentionWarpTilesToLoops(MLIRContext *context)
+      : OpRewritePattern(context, /*benefit=*/3) {}
+
+  /// The block buffers' bytes for channels d and dv (f32).
+  static int64_t sharedBytes(int64_t d, int64_t dv) {
+    using namespace tiles;
+    return 4 * (4 * kTile * d + 3 * kTile * dv + 3 * kTile * kTile + 2 * kTile);
+  }
+
+  LogicalResult matchAndRewrite(WindowAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    using namespace tiles;
+    auto qType = cast<RankedTensorType>(op.getQ().getType());
+    auto vType = cast<RankedTensorType>(op.getV().getType());
+    int64_t d = qType.getShape().back(), dv = vType.getShape().back();
+    if (!qType.getElementType().isF32() || ShapedType::isDynamic(d) ||
+        ShapedType::isDynamic(dv) || d % kTile != 0 || dv % kTile != 0 ||
+        d == 0 || dv == 0 || sharedBytes(d, dv) > kSharedBytes)
+      return rewriter.notifyMatchFailure(
+          op, "not f32 with static channels, multiples of 16 that fit");
+    Location loc = op.getLoc();
+    OnePassWindow w(rewriter, loc, op);
+    Type f32 = w.elem;
+    int64_t rank = qType.getRank();
+    ArrayRef<Value> lead = ArrayRef<Value>(w.qSizes).take_front(rank - 2);
+    Value tile = indexConst(rewriter, loc, kTile);
+    Value queryTiles = arith::CeilDivUIOp::create(rewriter, loc, w.steps, tile);
+    Value blocks = queryTiles;
+    for (Value size : lead)
+      blocks = arith::MulIOp::create(rewriter, loc, blocks, size);
+    Value out = emptyLike(rewriter, loc, cast<RankedTensorType>(op.getType()),
+                          w.vSizes);
+    int64_t window = w.window, block = w.block;
+    bool includeSelf = w.includeSelf;
+    auto keyRange = [&](OpBuilder &b, Location l, Value p) {
+      return windowKeyRange(b, l, p, w.cacheLen, window, block, includeSelf);
+    };
+
+    SmallVector<Value> results = buildNest(
+        rewriter, loc, ValueRange{blocks}, ValueRange{out},
+        [&](OpBuilder &b, Location l, ValueRange f, ValueRange args) {
+          // The block's leading indices and query tile (the tile fastest).
+          Value qt = arith::RemUIOp::create(b, l, f[0], queryTiles);
+          Value rest = arith::DivUIOp::create(b, l, f[0], queryTiles);
+          SmallVector<Value> idx(lead.size());
+          for (size_t e = lead.size(); e-- > 0;) {
+            idx[e] =
+                e == 0 ? rest : arith::RemUIOp::create(b, l, rest, lead[e]);
+            if (e != 0)
+              rest = arith::DivUIOp::create(b, l, rest, lead[e]);
+          }
+          Value p0 = arith::MulIOp::create(b, l, qt, indexConst(b, l, kTile));
+          Value lastStep =
+              arith::SubIOp::create(b, l, w.steps, indexConst(b, l, 1));
+          // Query row t: position p0 + t (clamped into the sequence), and
+          // whether it is in it.
+          auto position = [&](OpBuilder &pb, Location pl, Value t) {
+            Value p = arith::AddIOp::create(pb, pl, p0, t);
+            Value inside = arith::CmpIOp::create(
+                pb, pl, arith::CmpIPredicate::ult, p, w.steps);
+            return std::make_pair(arith::MinUIOp::create(pb, pl, p, lastStep),
+                                  inside);
+          };
+          Split qs =
+              loadSplit(b, l, splitBuffers(b, l, kTile, d), kTile, d,
+                        [&](OpBuilder &eb, Location el, Value t, Value c) {
+                          auto [p, inside] = position(eb, el, t);
+                          Value x = extractAt(eb, el, op.getQ(),
+                                              concatIndices(idx, {p, c}));
+                          return arith::SelectOp::create(eb, el, inside, x,
+                                                         zeroOf(eb, el, f32))
+                              .getResult();
+                        });
+          // The key rows of the tile's queries: [from, to).
+          Value from = keyRange(b, l, p0).first;
+          Value pLast = arith::MinUIOp::create(
+              b, l,
+              arith::AddIOp::create(b, l, p0, indexConst(b, l, kTile - 1)),
+              lastStep);
+          Value to = arith::MinSIOp::create(b, l, keyRange(b, l, pLast).second,
+                                            w.keyRows);
+          Value span = arith::MaxSIOp::create(
+              b, l, arith::SubIOp::create(b, l, to, from), indexConst(b, l, 0));
+          Value keyTiles = arith::CeilDivUIOp::create(b, l, span, tile);
+
+          // The running largest logits, sums of weights and sums of
+          // weighted values, from -inf, 0 and 0.
+          Value m =
+              privateScratch(b, l, RankedTensorType::get({kTile}, f32), {});
+          Value sum =
+              privateScratch(b, l, RankedTensorType::get({kTile}, f32), {});
+          SmallVector<Value> started = threadLoop(
+              b, l, kWarp, ValueRange{m, sum, blockBuffer(b, l, kTile, dv)},
+              [&](OpBuilder &tb, Location tl, ValueRange tid, ValueRange bufs) {
+                SmallVector<Value> acc = overElements(
+                    tb, tl, tid[0], kTile, dv, ValueRange{bufs[2]},
+                    [&](OpBuilder &eb, Location el, Value t, Value c,
+                        ValueRange o) {
+                      return SmallVector<Value>{
+                          insertAt(eb, el, zeroOf(eb, el, f32), o[0], {t, c})};
+                    });
+                Value inRow =
+                    arith::CmpIOp::create(tb, tl, arith::CmpIPredicate::ult,
+                                          tid[0], indexConst(tb, tl, kTile));
+                auto first = scf::IfOp::create(
+                    tb, tl, TypeRange{bufs[0].getType(), bufs[1].getType()},
+                    inRow, /*withElseRegion=*/true);
+                OpBuilder thenB = OpBuilder::atBlockEnd(first.thenBlock());
+                scf::YieldOp::create(
+                    thenB, tl,
+                    ValueRange{insertAt(thenB, tl, minusInfOf(thenB, tl, f32),
+                                        bufs[0], {tid[0]}),
+                               insertAt(thenB, tl, zeroOf(thenB, tl, f32),
+                                        bufs[1], {tid[0]})});
+                OpBuilder elseB = OpBuilder::atBlockEnd(first.elseBlock());
+                scf::YieldOp::create(elseB, tl, ValueRange{bufs[0], bufs[1]});
+                return SmallVector<Value>{first.getResult(0),
+                                          first.getResult(1), acc[0]};
+              });
+          Split kt = splitBuffers(b, l, d, kTile);
+          Split vs = splitBuffers(b, l, kTile, dv);
+          Split ps = splitBuffers(b, l, kTile, kTile);
+          Value scores = blockBuffer(b, l, kTile, kTile);
+          SmallVector<Value> init{started[0], started[1], started[2], kt.hi,
+                                  kt.lo,      vs.hi,      vs.lo,      ps.hi,
+                                  ps.lo,      scores};
+          SmallVector<Value> walked = buildLoop(
+              b, l, indexConst(b, l, 0), keyTiles, init,
+              [&](OpBuilder &jb, Location jl, ValueRange j, ValueRange it) {
+                Value r0 = arith::AddIOp::create(
+                    jb, jl, from,
+                    arith::MulIOp::create(jb, jl, j[0],
+                                          indexConst(jb, jl, kTile)));
+                // Key row s of the tile (clamped), and whether it is one.
+                auto keyRow = [&](OpBuilder &kb, Location kl, Value s) {
+                  Value r = arith::AddIOp::create(kb, kl, r0, s);
+                  Value inside = arith::CmpIOp::create(
+                      kb, kl, arith::CmpIPredicate::slt, r, to);
+                  Value last = arith::SubIOp::create(kb, kl, w.keyRows,
+                                                     indexConst(kb, kl, 1));
+                  return std::make_tuple(
+                      arith::MinSIOp::create(kb, kl, r, last).getResult(), r,
+                      inside);
+                };
+                auto rowElement = [&](Value rows) {
+                  return [&, rows](OpBuilder &eb, Location el, Value s,
+                                   Value c) -> Value {
+                    auto [r, unclamped, inside] = keyRow(eb, el, s);
+                    (void)unclamped;
+                    Value x =
+                        extractAt(eb, el, rows, concatIndices(idx, {r, c}));
+                    return arith::SelectOp::create(eb, el, inside, x,
+                                                   zeroOf(eb, el, f32));
+                  };
+                };
+                Split keys = loadSplit(jb, jl, {it[3], it[4]}, kTile, d,
+                                       rowElement(w.keys),
+                                       /*transposed=*/true);
+                Split values = loadSplit(jb, jl, {it[5], it[6]}, kTile, dv,
+                                         rowElement(w.values));
+                Value s = overTiles(jb, jl, kTile, kTile, it[9],
+                                    [&](OpBuilder &tb, Location tl, Value row,
+                                        Value col, Value buf) {
+                                      Value zero = indexConst(tb, tl, 0);
+                                      return writeTile(
+                                          tb, tl,
+                                          multiplyTiles(tb, tl, qs, row, zero,
+                                                        keys, zero, col, d,
+                                                        zeroTile(tb, tl)),
+                                          buf, row, col);
+                                    });
+                // A thread a query row: the online softmax's step over the
+                // tile's keys.
+                SmallVector<Value> soft = threadLoop(
+                    jb, jl, kTile,
+                    ValueRange{it[0], it[1], it[2], it[7], it[8]},
+                    [&](OpBuilder &tb, Location tl, ValueRange t,
+                        ValueRange bufs) {
+                      auto [p, inside] = position(tb, tl, t[0]);
+                      (void)inside;
+                      auto [begin, end] = keyRange(tb, tl, p);
+                      SmallVector<Value> logits, seen;
+                      Value tileMax = minusInfOf(tb, tl, f32);
+                      for (int64_t e = 0; e < kTile; ++e) {
+                        Value sIdx = indexConst(tb, tl, e);
+                        auto [r, unclamped, real] = keyRow(tb, tl, sIdx);
+                        (void)r;
+                        Value visible = arith::AndIOp::create(
+                            tb, tl, real,
+                            arith::AndIOp::create(
+                                tb, tl,
+                                arith::CmpIOp::create(tb, tl,
+                                                      arith::CmpIPredicate::sge,
+                                                      unclamped, begin),
+                                arith::CmpIOp::create(tb, tl,
+                                                      arith::CmpIPredicate::slt,
+                                                      unclamped, end)));
+                        Value x = arith::MulFOp::create(
+                            tb, tl, w.scale,
+                            extractAt(tb, tl, s, {t[0], sIdx}));
+                        if (op.getBiasKind() != BiasKind::None) {
+                          // delta >= 0 for the keys it does not see too.
+                          Value self =
+                              arith::AddIOp::create(tb, tl, p, w.cacheLen);
+                          Value rb =
+                              arith::MinSIOp::create(tb, tl, unclamped, self);
+                          x = arith::AddFOp::create(
+                              tb, tl, x,
+                              windowBias(tb, tl, op, idx, p, w.cacheLen, rb));
+                        }
+                        x = arith::SelectOp::create(tb, tl, visible, x,
+                                                    minusInfOf(tb, tl, f32));
+                        logits.push_back(x);
+                        tileMax = arith::MaximumFOp::create(tb, tl, tileMax, x);
+                      }
+                      Value mOld = extractAt(tb, tl, bufs[0], {t[0]});
+                      Value mNew =
+                          arith::MaximumFOp::create(tb, tl, mOld, tileMax);
+                      // Nothing seen yet, or now: the sums stay as they
+                      // are (no exp(-inf - -inf)).
+                      Value none = arith::CmpFOp::create(
+                          tb, tl, arith::CmpFPredicate::OEQ, mNew,
+                          minusInfOf(tb, tl, f32));
+                      Value rescale = arith::SelectOp::create(
+                          tb, tl, none, floatConst(tb, tl, f32, 1.0),
+                          math::ExpOp::create(
+                              tb, tl,
+                              arith::SubFOp::create(tb, tl, mOld, mNew)));
+                      Value lNew = arith::MulFOp::create(
+                          tb, tl, extractAt(tb, tl, bufs[1], {t[0]}), rescale);
+                      Value pHi = bufs[3], pLo = bufs[4];
+                      for (int64_t e = 0; e < kTile; ++e) {
+                        Value weight = arith::SelectOp::create(
+                            tb, tl, none, zeroOf(tb, tl, f32),
+                            math::ExpOp::create(tb, tl,
+                                                arith::SubFOp::create(
+                                                    tb, tl, logits[e], mNew)));
+                        lNew = arith::AddFOp::create(tb, tl, lNew, weight);
+                        auto [hi, lo] = splitTf32(tb, tl, weight);
+                        Value sIdx = indexConst(tb, tl, e);
+                        pHi = insertAt(tb, tl, hi, pHi, {t[0], sIdx});
+                        pLo = insertAt(tb, tl, lo, pLo, {t[0], sIdx});
+                      }
+                      Value o = buildLoop(
+                          tb, tl, indexConst(tb, tl, 0), indexConst(tb, tl, dv),
+                          ValueRange{bufs[2]},
+                          [&](OpBuilder &cb, Location cl, ValueRange c,
+                              ValueRange acc) {
+                            Value x = arith::MulFOp::create(
+                                cb, cl, extractAt(cb, cl, acc[0], {t[0], c[0]}),
+                                rescale);
+                            return SmallVector<Value>{
+                                insertAt(cb, cl, x, acc[0], {t[0], c[0]})};
+                          })[0];
+                      return SmallVector<Value>{
+                          insertAt(tb, tl, mNew, bufs[0], {t[0]}),
+                          insertAt(tb, tl, lNew, bufs[1], {t[0]}), o, pHi, pLo};
+                    });
+                Value o = overTiles(
+                    jb, jl, kTile, dv, soft[2],
+                    [&](OpBuilder &tb, Location tl, Value row, Value col,
+                        Value buf) {
+                      Value zero = indexConst(tb, tl, 0);
+                      return writeTile(
+                          tb, tl,
+                          multiplyTiles(tb, tl, {soft[3], soft[4]}, row, zero,
+                                        values, zero, col, kTile,
+                                        readTile(tb, tl, buf, row, col)),
+                          buf, row, col);
+                    });
+                return SmallVector<Value>{
+                    soft[0],   soft[1],   o,       keys.hi, keys.lo,
+                    values.hi, values.lo, soft[3], soft[4], s};
+              });
+          // O / l written out for the tile's positions in the sequence.
+          Value result =
+              threadLoop(
+                  b, l, kWarp, ValueRange{args[0]},
+                  [&](OpBuilder &tb, Location tl, ValueRange tid,
+                      ValueRange outs) {
+                    return overElements(
+                        tb, tl, tid[0], kTile, dv, outs,
+                        [&](OpBuilder &eb, Location el, Value t, Value c,
+                            ValueRange acc) {
+                          auto [p, inside] = position(eb, el, t);
+                          auto branch = scf::IfOp::create(
+                              eb, el, TypeRange{acc[0].getType()}, inside,
+                              /*withElseRegion=*/true);
+                          OpBuilder thenB =
+                              OpBuilder::atBlockEnd(branch.thenBlock());
+                          Value lt = extractAt(thenB, el, walked[1], {t});
+                          Value seenAny = arith::CmpFOp::create(
+                              thenB, el, arith::CmpFPredicate::OGT, lt,
+                              zeroOf(thenB, el, f32));
+                          Value inv = arith::SelectOp::create(
+                              thenB, el, seenAny,
+                              arith::DivFOp::create(
+                                  thenB, el, floatConst(thenB, el, f32, 1.0),
+                                  lt),
+                              zeroOf(thenB, el, f32));
+                          Value x = arith::MulFOp::create(
+                              thenB, el,
+                              extractAt(thenB, el, walked[2], {t, c}), inv);
+                          scf::YieldOp::create(
+                              thenB, el,
+                              insertAt(thenB, el, x, acc[0],
+                                       concatIndices(idx, {p, c})));
+                          OpBuilder elseB =
+                              OpBuilder::atBlockEnd(branch.elseBlock());
+                          scf::YieldOp::create(elseB, el, acc[0]);
+                          return SmallVector<Value>(branch.getResults());
+                        });
+                  })
+                  .front();
+          return SmallVector<Value>{result};
+        });
+    results.front().getDefiningOp()->setAttr(kGpuBlockAttrName,
+                                             rewriter.getUnitAttr());
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+
+  static Value minusInfOf(OpBuilder &b, Location l, Type type) {
+    return floatConst(b, l, type, -std::numeric_limits<double>::infinity());
   }
 };
 
@@ -2343,7 +2691,10 @@ struct RelAttentionToLoops : OpRewritePattern<RelAttentionOp> {
 void mlir::recur::loops::populateAttentionPatterns(RewritePatternSet &patterns,
                                                    bool windowTiles,
                                                    bool windowOnePass,
-                                                   bool attentionProducts) {
+                                                   bool attentionProducts,
+                                                   bool windowWarpTiles) {
+  if (windowWarpTiles && !windowTiles)
+    patterns.add<WindowAttentionWarpTilesToLoops>(patterns.getContext());
   if (windowTiles) {
     patterns.add<WindowAttentionTiledToLoops>(patterns.getContext());
   } else {

@@ -40,6 +40,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Patterns.h"
+#include "Tiles.h"
 #include "Utility.h"
 
 #include "Recur/IR/Recur.h"
@@ -53,17 +54,9 @@
 using namespace mlir;
 using namespace mlir::recur;
 using namespace mlir::recur::loops;
+using namespace mlir::recur::loops::tiles;
 
 namespace {
-
-/// A tile's rows and columns, and the steps of a chunk.
-constexpr int64_t kTile = 16;
-/// A tf32 product's inner size (m16n16k8).
-constexpr int64_t kTileInner = 8;
-/// The threads of a block: one warp, which a tile's ops take together.
-constexpr int64_t kWarp = 32;
-/// The static shared memory of a block.
-constexpr int64_t kSharedBytes = 48 * 1024;
 
 /// The block buffers' bytes of launch 1 and of launch 3 (f32).
 int64_t statesBytes(int64_t dk, int64_t dv) {
@@ -72,169 +65,6 @@ int64_t statesBytes(int64_t dk, int64_t dv) {
 int64_t outputsBytes(int64_t dk, int64_t dv) {
   return 4 * (2 * kTile * dk + kTile * (dk + 1) + 2 * kTile * dk +
               2 * kTile * kTile + 2 * kTile * dv + 2 * kTile * dv + kTile * dv);
-}
-
-/// `x` (f32) with its 13 low bits cleared: an exact tf32 value.
-Value tf32High(OpBuilder &b, Location l, Value x) {
-  Type i32 = b.getI32Type();
-  Value bits = arith::BitcastOp::create(b, l, i32, x);
-  Value mask = arith::ConstantIntOp::create(b, l, i32, ~int64_t(0x1fff));
-  return arith::BitcastOp::create(b, l, x.getType(),
-                                  arith::AndIOp::create(b, l, bits, mask));
-}
-
-/// `x` as two tf32 values (hi, lo), hi + lo within 2^-20 |x| of it.
-std::pair<Value, Value> splitTf32(OpBuilder &b, Location l, Value x) {
-  Value hi = tf32High(b, l, x);
-  return {hi, tf32High(b, l, arith::SubFOp::create(b, l, x, hi))};
-}
-
-/// A tensor's pair of buffers (hi, lo) of splitTf32 halves.
-struct Split {
-  Value hi, lo;
-};
-
-/// The loop of a block's threads from 0 to `n` (kBlockThreadsAttrName).
-SmallVector<Value> threadLoop(OpBuilder &b, Location l, int64_t n,
-                              ValueRange init, LoopBody body) {
-  SmallVector<Value> results =
-      buildLoop(b, l, indexConst(b, l, 0), indexConst(b, l, n), init, body);
-  results.front().getDefiningOp()->setAttr(kBlockThreadsAttrName,
-                                           b.getUnitAttr());
-  return results;
-}
-
-/// In thread `tid`, the elements e = tid + 32 m of a [rows, cols] block
-/// buffer (rows * cols a multiple of 32), neighbouring threads on
-/// neighbouring columns: `body` given (row, column).
-SmallVector<Value>
-overElements(OpBuilder &b, Location l, Value tid, int64_t rows, int64_t cols,
-             ValueRange init,
-             function_ref<SmallVector<Value>(OpBuilder &, Location, Value r,
-                                             Value c, ValueRange args)>
-                 body) {
-  return buildLoop(
-      b, l, indexConst(b, l, 0), indexConst(b, l, rows * cols / kWarp), init,
-      [&](OpBuilder &mb, Location ml, ValueRange m, ValueRange args) {
-        Value e = arith::AddIOp::create(
-            mb, ml, tid,
-            arith::MulIOp::create(mb, ml, m[0], indexConst(mb, ml, kWarp)));
-        Value width = indexConst(mb, ml, cols);
-        return body(mb, ml, arith::DivUIOp::create(mb, ml, e, width),
-                    arith::RemUIOp::create(mb, ml, e, width), args);
-      });
-}
-
-/// In thread `tid`, `body` for each key row i = tid + 32 r below `n`
-/// (guarded where n is not a multiple of 32), threading `init`.
-SmallVector<Value>
-overKeyRows(OpBuilder &b, Location l, Value tid, int64_t n, ValueRange init,
-            function_ref<SmallVector<Value>(OpBuilder &, Location, Value i,
-                                            ValueRange args)>
-                body) {
-  SmallVector<Value> out(init);
-  for (int64_t r = 0; r * kWarp < n; ++r) {
-    Value i = arith::AddIOp::create(b, l, tid, indexConst(b, l, r * kWarp));
-    if ((r + 1) * kWarp <= n) {
-      out = body(b, l, i, out);
-      continue;
-    }
-    Value inRange = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, i,
-                                          indexConst(b, l, n));
-    auto branch = scf::IfOp::create(b, l, TypeRange(ValueRange(out)), inRange,
-                                    /*withElseRegion=*/true);
-    OpBuilder thenB = OpBuilder::atBlockEnd(branch.thenBlock());
-    scf::YieldOp::create(thenB, l, body(thenB, l, i, out));
-    OpBuilder elseB = OpBuilder::atBlockEnd(branch.elseBlock());
-    scf::YieldOp::create(elseB, l, out);
-    out = SmallVector<Value>(branch.getResults());
-  }
-  return out;
-}
-
-/// `acc` + A B for the tiles A = a[row..+16, inner..+depth) and B =
-/// b[bRow..+depth, col..+16), by 16 x 8 by 8 x 16 products, three a step
-/// (lo hi, hi lo, hi hi).
-Value multiplyTiles(OpBuilder &b, Location l, Split a, Value row, Value inner,
-                    Split bm, Value bRow, Value col, int64_t depth, Value acc) {
-  Type f32 = b.getF32Type();
-  auto aType = VectorType::get({kTile, kTileInner}, f32);
-  auto bType = VectorType::get({kTileInner, kTile}, f32);
-  Value pad = floatConst(b, l, f32, 0.0);
-  auto read = [&](Value buf, VectorType type, Value r, Value c) -> Value {
-    return vector::TransferReadOp::create(b, l, type, buf, ValueRange{r, c},
-                                          pad, ArrayRef<bool>{true, true});
-  };
-  auto plus = [&](Value x, int64_t k) -> Value {
-    return k == 0 ? x
-                  : arith::AddIOp::create(b, l, x, indexConst(b, l, k))
-                        .getResult();
-  };
-  MLIRContext *ctx = b.getContext();
-  AffineExpr m, n, k;
-  bindDims(ctx, m, n, k);
-  SmallVector<AffineMap> maps{AffineMap::get(3, 0, {m, k}, ctx),
-                              AffineMap::get(3, 0, {k, n}, ctx),
-                              AffineMap::get(3, 0, {m, n}, ctx)};
-  auto iterators = b.getArrayAttr(
-      {vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
-       vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
-       vector::IteratorTypeAttr::get(ctx, vector::IteratorType::reduction)});
-  for (int64_t k0 = 0; k0 < depth; k0 += kTileInner) {
-    Value aHi = read(a.hi, aType, row, plus(inner, k0));
-    Value aLo = read(a.lo, aType, row, plus(inner, k0));
-    Value bHi = read(bm.hi, bType, plus(bRow, k0), col);
-    Value bLo = read(bm.lo, bType, plus(bRow, k0), col);
-    for (auto [x, y] : {std::pair(aLo, bHi), {aHi, bLo}, {aHi, bHi}})
-      acc = vector::ContractionOp::create(
-          b, l, x, y, acc, b.getAffineMapArrayAttr(maps), iterators);
-  }
-  return acc;
-}
-
-/// `buf` (a [rows, cols] block buffer) through `body` for each of its 16 x
-/// 16 tiles (row, col), in a loop (the kernels stay small: the CPU runs
-/// these products as vector ops, a tile's a few hundred).
-Value overTiles(
-    OpBuilder &b, Location l, int64_t rows, int64_t cols, Value buf,
-    function_ref<Value(OpBuilder &, Location, Value row, Value col, Value buf)>
-        body) {
-  Value zero = indexConst(b, l, 0);
-  Value tile = indexConst(b, l, kTile);
-  auto rowLoop = scf::ForOp::create(
-      b, l, zero, indexConst(b, l, rows), tile, ValueRange{buf},
-      [&](OpBuilder &rb, Location rl, Value row, ValueRange rowArgs) {
-        auto colLoop = scf::ForOp::create(
-            rb, rl, zero, indexConst(rb, rl, cols), tile, rowArgs,
-            [&](OpBuilder &cb, Location cl, Value col, ValueRange args) {
-              scf::YieldOp::create(cb, cl, body(cb, cl, row, col, args[0]));
-            });
-        scf::YieldOp::create(rb, rl, colLoop.getResults());
-      });
-  return rowLoop.getResult(0);
-}
-
-/// The 16 x 16 tile of `buf` at (row, col).
-Value readTile(OpBuilder &b, Location l, Value buf, Value row, Value col) {
-  Type f32 = b.getF32Type();
-  return vector::TransferReadOp::create(
-      b, l, VectorType::get({kTile, kTile}, f32), buf, ValueRange{row, col},
-      floatConst(b, l, f32, 0.0), ArrayRef<bool>{true, true});
-}
-
-/// A 16 x 16 tile of zeros.
-Value zeroTile(OpBuilder &b, Location l) {
-  auto type = VectorType::get({kTile, kTile}, b.getF32Type());
-  return arith::ConstantOp::create(b, l, type,
-                                   DenseElementsAttr::get(type, 0.0f));
-}
-
-/// `buf` with the tile `acc` written at (row, col).
-Value writeTile(OpBuilder &b, Location l, Value acc, Value buf, Value row,
-                Value col) {
-  return vector::TransferWriteOp::create(b, l, acc, buf, ValueRange{row, col},
-                                         ArrayRef<bool>{true, true})
-      .getResult();
 }
 
 /// What the two launches share: the operands, the sizes and the chunk of
@@ -288,35 +118,6 @@ struct TileForm {
              Value inside, Value col, double pad) const {
     Value x = extractAt(b, l, tensor, concatIndices(idx, {t, col}));
     return arith::SelectOp::create(b, l, inside, x, floatConst(b, l, f32, pad));
-  }
-
-  RankedTensorType buffer(int64_t rows, int64_t cols) const {
-    return RankedTensorType::get({rows, cols}, f32);
-  }
-  Split splitBuffers(OpBuilder &b, Location l, int64_t rows,
-                     int64_t cols) const {
-    return {privateScratch(b, l, buffer(rows, cols), {}),
-            privateScratch(b, l, buffer(rows, cols), {})};
-  }
-
-  /// `into` (a [16, width] pair of block buffers) holding the split
-  /// halves of `element(r, c)`, the threads side by side on the columns.
-  Split loadSplit(OpBuilder &b, Location l, Split into, int64_t width,
-                  function_ref<Value(OpBuilder &, Location, Value r, Value c)>
-                      element) const {
-    SmallVector<Value> out = threadLoop(
-        b, l, kWarp, ValueRange{into.hi, into.lo},
-        [&](OpBuilder &tb, Location tl, ValueRange tid, ValueRange bufs) {
-          return overElements(
-              tb, tl, tid[0], kTile, width, bufs,
-              [&](OpBuilder &eb, Location el, Value r, Value c,
-                  ValueRange acc) {
-                auto [hi, lo] = splitTf32(eb, el, element(eb, el, r, c));
-                return SmallVector<Value>{insertAt(eb, el, hi, acc[0], {r, c}),
-                                          insertAt(eb, el, lo, acc[1], {r, c})};
-              });
-        });
-    return {out[0], out[1]};
   }
 
   Value q, k, v, a;
@@ -376,13 +177,13 @@ std::pair<Value, Value> loops::buildGlaTileStates(OpBuilder &rewriter,
         SmallVector<Value> idx = block.first;
         Value c = block.second;
         Value begin = arith::MulIOp::create(b, l, c, indexConst(b, l, kTile));
-        Split kt = g.splitBuffers(b, l, dk, kTile);
+        Split kt = splitBuffers(b, l, dk, kTile);
         // Key row i a thread (i = tid + 32 r): back from the chunk's last
         // step, k_s[i] P(s+1, b+15)[i], and A_c[i].
         SmallVector<Value> rows = threadLoop(
             b, l, kWarp, ValueRange{kt.hi, kt.lo, args[0]},
             [&](OpBuilder &tb, Location tl, ValueRange tid, ValueRange bufs) {
-              return overKeyRows(
+              return overRows(
                   tb, tl, tid[0], dk, bufs,
                   [&](OpBuilder &rb, Location rl, Value i, ValueRange out) {
                     SmallVector<Value> acc(out);
@@ -406,13 +207,13 @@ std::pair<Value, Value> loops::buildGlaTileStates(OpBuilder &rewriter,
             });
         kt = {rows[0], rows[1]};
         Split vs =
-            g.loadSplit(b, l, g.splitBuffers(b, l, kTile, dv), dv,
-                        [&](OpBuilder &eb, Location el, Value s, Value j) {
-                          auto [t, inside] = g.step(eb, el, begin, s);
-                          return g.load(eb, el, g.v, idx, t, inside, j, 0.0);
-                        });
+            loadSplit(b, l, splitBuffers(b, l, kTile, dv), kTile, dv,
+                      [&](OpBuilder &eb, Location el, Value s, Value j) {
+                        auto [t, inside] = g.step(eb, el, begin, s);
+                        return g.load(eb, el, g.v, idx, t, inside, j, 0.0);
+                      });
         // L_c = K^T V by tiles, into a block buffer.
-        Value staged = privateScratch(b, l, g.buffer(dk, dv), {});
+        Value staged = blockBuffer(b, l, dk, dv);
         staged = overTiles(
             b, l, dk, dv, staged,
             [&](OpBuilder &tb, Location tl, Value row, Value col, Value buf) {
@@ -460,9 +261,9 @@ Value loops::buildGlaTileOutputs(OpBuilder &rewriter, Location loc,
         // a query step reads a column of it).
         SmallVector<Value> raw = threadLoop(
             b, l, kWarp,
-            ValueRange{privateScratch(b, l, g.buffer(kTile, dk), {}),
-                       privateScratch(b, l, g.buffer(kTile, dk), {}),
-                       privateScratch(b, l, g.buffer(kTile, dk + 1), {})},
+            ValueRange{blockBuffer(b, l, kTile, dk),
+                       blockBuffer(b, l, kTile, dk),
+                       blockBuffer(b, l, kTile, dk + 1)},
             [&](OpBuilder &tb, Location tl, ValueRange tid, ValueRange bufs) {
               return overElements(
                   tb, tl, tid[0], kTile, dk, bufs,
@@ -481,11 +282,11 @@ Value loops::buildGlaTileOutputs(OpBuilder &rewriter, Location loc,
             });
         Value as = raw[0], ks = raw[1], qs = raw[2];
         // The queries' rows q_t P(b, t), a thread a key row.
-        Split qp = g.splitBuffers(b, l, kTile, dk);
+        Split qp = splitBuffers(b, l, kTile, dk);
         SmallVector<Value> qRows = threadLoop(
             b, l, kWarp, ValueRange{qp.hi, qp.lo},
             [&](OpBuilder &tb, Location tl, ValueRange tid, ValueRange bufs) {
-              return overKeyRows(
+              return overRows(
                   tb, tl, tid[0], dk, bufs,
                   [&](OpBuilder &rb, Location rl, Value i, ValueRange out) {
                     SmallVector<Value> acc(out);
@@ -507,7 +308,7 @@ Value loops::buildGlaTileOutputs(OpBuilder &rewriter, Location loc,
         qp = {qRows[0], qRows[1]};
         // The scores, a thread a query step t: S[t, s] for s <= t, the
         // products P(s+1, t) back from t, each key row's in turn.
-        Split scores = g.splitBuffers(b, l, kTile, kTile);
+        Split scores = splitBuffers(b, l, kTile, kTile);
         SmallVector<Value> sRows = threadLoop(
             b, l, kTile, ValueRange{scores.hi, scores.lo},
             [&](OpBuilder &tb, Location tl, ValueRange t, ValueRange bufs) {
@@ -551,15 +352,15 @@ Value loops::buildGlaTileOutputs(OpBuilder &rewriter, Location loc,
             });
         scores = {sRows[0], sRows[1]};
         Split vs =
-            g.loadSplit(b, l, g.splitBuffers(b, l, kTile, dv), dv,
-                        [&](OpBuilder &eb, Location el, Value s, Value j) {
-                          auto [t, inside] = g.step(eb, el, begin, s);
-                          return g.load(eb, el, g.v, idx, t, inside, j, 0.0);
-                        });
+            loadSplit(b, l, splitBuffers(b, l, kTile, dv), kTile, dv,
+                      [&](OpBuilder &eb, Location el, Value s, Value j) {
+                        auto [t, inside] = g.step(eb, el, begin, s);
+                        return g.load(eb, el, g.v, idx, t, inside, j, 0.0);
+                      });
         // y = S V + (q P) E_c, E_c 16 rows at a time, each tile's sums
         // kept in the block buffer between them.
         Value staged = overTiles(
-            b, l, kTile, dv, privateScratch(b, l, g.buffer(kTile, dv), {}),
+            b, l, kTile, dv, blockBuffer(b, l, kTile, dv),
             [&](OpBuilder &tb, Location tl, Value row, Value col, Value buf) {
               Value zero = indexConst(tb, tl, 0);
               return writeTile(tb, tl,
@@ -568,15 +369,15 @@ Value loops::buildGlaTileOutputs(OpBuilder &rewriter, Location loc,
                                              zeroTile(tb, tl)),
                                buf, row, col);
             });
-        Split es = g.splitBuffers(b, l, kTile, dv);
+        Split es = splitBuffers(b, l, kTile, dv);
         for (int64_t i0 = 0; i0 < dk; i0 += kTile) {
-          es = g.loadSplit(
-              b, l, es, dv, [&](OpBuilder &eb, Location el, Value r, Value j) {
-                Value i =
-                    arith::AddIOp::create(eb, el, r, indexConst(eb, el, i0));
-                return extractAt(eb, el, entering,
-                                 concatIndices(idx, {c, i, j}));
-              });
+          es = loadSplit(b, l, es, kTile, dv,
+                         [&](OpBuilder &eb, Location el, Value r, Value j) {
+                           Value i = arith::AddIOp::create(
+                               eb, el, r, indexConst(eb, el, i0));
+                           return extractAt(eb, el, entering,
+                                            concatIndices(idx, {c, i, j}));
+                         });
           staged = overTiles(
               b, l, kTile, dv, staged,
               [&](OpBuilder &tb, Location tl, Value row, Value col, Value buf) {

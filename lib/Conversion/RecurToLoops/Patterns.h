@@ -107,9 +107,13 @@ void populateGatePatterns(RewritePatternSet &patterns);
 /// `windowOnePass` is set and its channels allow (the GPU's form, with
 /// window_attention_grad a thread a query or key row).
 /// attention of static sizes goes as linalg products when
-/// `attentionProducts` is set (the CPU's form).
+/// `attentionProducts` is set (the CPU's form). With `windowWarpTiles` (and
+/// not `windowTiles`), window_attention of f32 whose channels are static
+/// multiples of 16 goes by a warp's matrix tiles (the GPU's tensor-core
+/// form).
 void populateAttentionPatterns(RewritePatternSet &patterns, bool windowTiles,
-                               bool windowOnePass, bool attentionProducts);
+                               bool windowOnePass, bool attentionProducts,
+                               bool windowWarpTiles);
 
 /// block_recurrence, memory_update and stop_gradient (Blocks.cpp).
 void populateBlockPatterns(RewritePatternSet &patterns);

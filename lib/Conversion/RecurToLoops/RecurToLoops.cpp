@@ -57,7 +57,7 @@ struct ConvertRecurToLoopsPass
         glaColumnThreads, windowTiles, attentionProducts, scanSpread,
         scanSpreadChunk, scanWarps, scanWarpsEmulated, glaProducts,
         windowOnePass, glaColumnChunk, scanBlocks, scanBlocksAggregatesOnly,
-        glaTiles);
+        glaTiles, windowWarpTiles);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
@@ -77,14 +77,15 @@ void mlir::recur::populateRecurToLoopsPatterns(
     bool windowTiles, bool attentionProducts, int64_t scanSpread,
     int64_t scanSpreadChunk, bool scanWarps, bool emulateWarps,
     bool glaProducts, bool windowOnePass, int64_t glaColumnChunk,
-    int64_t scanBlocks, bool blockAggregatesOnly, bool glaTiles) {
+    int64_t scanBlocks, bool blockAggregatesOnly, bool glaTiles,
+    bool windowWarpTiles) {
   loops::populateScanPatterns(
       patterns, scanGroup, scanChunk, streamStoreBytes, scanUnrollBytes,
       glaColumnThreads, scanSpread, scanSpreadChunk, scanWarps, emulateWarps,
       glaProducts, glaColumnChunk, scanBlocks, blockAggregatesOnly, glaTiles);
   loops::populateGatePatterns(patterns);
   loops::populateAttentionPatterns(patterns, windowTiles, windowOnePass,
-                                   attentionProducts);
+                                   attentionProducts, windowWarpTiles);
   loops::populateBlockPatterns(patterns);
   loops::populateDepthPatterns(patterns);
   loops::populateExpertPatterns(patterns);

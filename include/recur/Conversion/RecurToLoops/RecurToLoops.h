@@ -62,13 +62,13 @@ void stripFrontEndAttributes(ModuleOp module);
 /// `scanChunk`, `streamStoreBytes`, `scanUnrollBytes`, `glaColumnThreads`,
 /// `windowTiles`, `attentionProducts`, `scanSpread`, `scanSpreadChunk`,
 /// `scanWarps`, `emulateWarps`, `glaProducts`, `windowOnePass`,
-/// `glaColumnChunk`, `scanBlocks`, `blockAggregatesOnly` and `glaTiles` as
-/// the pass
+/// `glaColumnChunk`, `scanBlocks`, `blockAggregatesOnly`, `glaTiles` and
+/// `windowWarpTiles` as the pass
 /// options scan-group, scan-chunk, stream-store-bytes, scan-unroll-bytes,
 /// gla-column-threads, window-tiles, attention-products, scan-spread,
 /// scan-spread-chunk, scan-warps, scan-warps-emulated, gla-products,
 /// window-one-pass, gla-column-chunk, scan-blocks,
-/// scan-blocks-aggregates-only and gla-tiles.
+/// scan-blocks-aggregates-only, gla-tiles and window-warp-tiles.
 void populateRecurToLoopsPatterns(
     RewritePatternSet &patterns, int64_t scanGroup = kDefaultScanGroup,
     int64_t scanChunk = 0, int64_t streamStoreBytes = 0,
@@ -78,7 +78,7 @@ void populateRecurToLoopsPatterns(
     bool scanWarps = false, bool emulateWarps = false, bool glaProducts = false,
     bool windowOnePass = false, int64_t glaColumnChunk = 0,
     int64_t scanBlocks = 0, bool blockAggregatesOnly = false,
-    bool glaTiles = false);
+    bool glaTiles = false, bool windowWarpTiles = false);
 
 /// The lanes of a GPU warp.
 constexpr int64_t kWarpLanes = 32;
