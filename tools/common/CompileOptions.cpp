@@ -126,11 +126,13 @@ CompileOptions::CompileOptions(cl::OptionCategory &category)
           cl::init(mlir::recur::kDefaultCudaGlaColumnChunk), cl::cat(category)),
       cudaGlaTiles(
           "cuda-gla-tiles",
-          cl::desc("A gla that goes in --cuda-gla-column-chunk's chunks "
-                   "(either algorithm) goes instead, where its decays are "
-                   "real f32 and dk and dv static multiples of 16 (dk + dv "
-                   "at most 144), in chunks of 16 steps by a warp's matrix "
-                   "tiles on tensor cores (wmma, tf32; each f32 operand as "
+          cl::desc("A gla (either algorithm) whose decays are real f32 and "
+                   "dk and dv static multiples of 16 (dk + dv at most 144) "
+                   "goes, instead of --cuda-gla-column-chunk's chunks "
+                   "(with it > 0), in chunks of 16 steps where it runs "
+                   "longer than 32 over fewer than 16384 output columns, by "
+                   "a warp's matrix tiles on tensor cores (wmma, tf32; each "
+                   "f32 operand as "
                    "two tf32 halves, three products, for about f32's "
                    "accuracy): a block of one warp per (leading index, "
                    "chunk) for each chunk's state from zero and for its "

@@ -209,9 +209,10 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
     Option<"glaTiles", "gla-tiles", "bool", /*default=*/"false",
            "With gla-column-threads and gla-column-chunk > 0, a gla (either "
            "algorithm) of real f32 decays, dk and dv static multiples of 16 "
-           "whose block buffers fit 48 KiB (dk + dv at most 144 or so), "
-           "where it would go in chunks, goes instead in chunks of 16 steps "
-           "as a warp's matrix tiles: a block of 32 threads per (leading "
+           "whose block buffers fit 48 KiB (dk + dv at most 144), goes "
+           "instead of the column form's chunks in chunks of 16 steps where "
+           "it runs longer than 32 steps over fewer than 16384 columns, as "
+           "a warp's matrix tiles: a block of 32 threads per (leading "
            "index, chunk) takes the chunk's state from zero, K^T V, then, "
            "after the chunks' carries a thread per column, its outputs, S V "
            "+ (q P) E, by vector.contract of 16 x 8 by 8 x 16 tiles of "
@@ -899,7 +900,11 @@ def RecurMergeGpuKernels : Pass<"recur-merge-gpu-kernels",
     repeats its block's, so many launches run the same code; each distinct
     kernel then goes through NVVM, `ptxas` and the module load once
     (GateLoop with its backward: 61 kernels, 23 distinct). A compile-time
-    measure: what each launch computes is unchanged.
+    measure: what each launch computes is unchanged. First, every
+    kernel's block buffers of rank 2 or more (the matrix tiles of the
+    gla-tiles and window-warp-tiles forms) get an alignment of 32 bytes
+    (`llvm.align`), which a warp's tile loads and stores (wmma) need;
+    the others keep theirs.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }

@@ -550,10 +550,6 @@ private:
     FailureOr<int64_t> threadCount = threadsOfBlocks(loop);
     if (failed(threadCount))
       return failure();
-    if (*threadCount == 0) {
-      loop->removeAttr(kGpuBlockAttrName);
-      return launchParallel(loop);
-    }
     // A warp's tile ops (tensor-core products) take the whole warp, and
     // more warps would each do them again.
     WalkResult tiles = loop.getBody()->walk([&](Operation *op) {
@@ -567,6 +563,10 @@ private:
     });
     if (tiles.wasInterrupted())
       return failure();
+    if (*threadCount == 0) {
+      loop->removeAttr(kGpuBlockAttrName);
+      return launchParallel(loop);
+    }
     Location loc = loop.getLoc();
     OpBuilder b(loop);
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
@@ -686,8 +686,8 @@ private:
                             "inside a loop or branch that carries values");
       }
       // A warp's tile ops, and the loops of them: every thread, together
-      // (a write of a tile after the threads' last writes, and before the
-      // reads after it).
+      // (one that writes between barriers: after the threads' last
+      // writes, before anyone's reads after it).
       if (takesWholeWarp(&op)) {
         WalkResult other = op.walk([](Operation *inner) {
           return inner->getNumRegions() == 0 && writesMemory(inner) &&
@@ -698,11 +698,14 @@ private:
         if (other.wasInterrupted())
           return op.emitError("cannot run on the GPU: a loop or branch of a "
                               "warp's matrix tiles that writes other memory");
-        if (writesMemory(&op))
+        bool writes = writesMemory(&op);
+        if (writes)
           barrier(level, b, loc);
         b.clone(op, level.mapping);
         if (!isMemoryEffectFree(&op))
           level.barrier = false;
+        if (writes)
+          barrier(level, b, loc);
         continue;
       }
       // The block's buffers: block memory.
@@ -791,10 +794,9 @@ private:
             type.getContext(), gpu::GPUDialect::getWorkgroupAddressSpace()));
   }
 
-  /// Whether `op` or an op nested in it writes memory (or says nothing of
-  /// its effects); allocation and deallocation inside do not count.
   /// A warp's tile ops run only at the level of a block form's blocks
-  /// (each thread of a plain launch would take them as its own warp's).
+  /// (each thread of a plain launch would take them as its own warp's),
+  /// in blocks of one warp (launchBlocks).
   LogicalResult checkWarpTiles(func::FuncOp func) {
     WalkResult result = func.walk([](Operation *op) {
       // A constant (the zeros a tile's sums start from) may be hoisted
@@ -839,6 +841,8 @@ private:
         .wasInterrupted();
   }
 
+  /// Whether `op` or an op nested in it writes memory (or says nothing of
+  /// its effects); allocation and deallocation inside do not count.
   static bool writesMemory(Operation *op) {
     return op
         ->walk([&](Operation *inner) {

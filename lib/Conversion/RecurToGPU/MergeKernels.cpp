@@ -3,14 +3,15 @@
 // Part of the Recur project.
 //
 // recur-merge-gpu-kernels: after gpu-kernel-outlining, a module per launch;
-// modules holding the same kernel are merged into the first of them (see
-// Passes.td).
+// modules holding the same kernel are merged into the first of them, and
+// the kernels' matrix buffers aligned for a warp's tiles (see Passes.td).
 //
 //===----------------------------------------------------------------------===//
 
 #include "recur/Conversion/RecurToGPU/RecurToGPU.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/SymbolTable.h"
@@ -75,10 +76,24 @@ bool sameKernels(gpu::GPUModuleOp a, gpu::GPUModuleOp b) {
   return opsA == endA && opsB == endB;
 }
 
+/// The alignment of a kernel's matrix buffers (workgroup attributions of
+/// rank 2 or more): a warp's tile loads and stores (wmma) take addresses of
+/// 256 bits.
+constexpr int64_t kMatrixBufferAlign = 32;
+
 struct RecurMergeGpuKernelsPass
     : recur::impl::RecurMergeGpuKernelsBase<RecurMergeGpuKernelsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    Builder builder(module.getContext());
+    module.walk([&](gpu::GPUFuncOp kernel) {
+      for (auto [index, buffer] :
+           llvm::enumerate(kernel.getWorkgroupAttributions()))
+        if (cast<MemRefType>(buffer.getType()).getRank() >= 2)
+          kernel.setWorkgroupAttributionAttr(
+              index, LLVM::LLVMDialect::getAlignAttrName(),
+              builder.getI64IntegerAttr(kMatrixBufferAlign));
+    });
     SymbolTable symbols(module);
     DenseMap<llvm::hash_code, SmallVector<gpu::GPUModuleOp>> kept;
     // The kernel that replaces each merged one, by module and kernel name.

@@ -901,9 +901,7 @@ struct WindowAttentionWarpTilesToLoops : OpRewritePattern<WindowAttentionOp> {
     ArrayRef<Value> lead = ArrayRef<Value>(w.qSizes).take_front(rank - 2);
     Value tile = indexConst(rewriter, loc, kTile);
     Value queryTiles = arith::CeilDivUIOp::create(rewriter, loc, w.steps, tile);
-    Value blocks = queryTiles;
-    for (Value size : lead)
-      blocks = arith::MulIOp::create(rewriter, loc, blocks, size);
+    Value blocks = blockCount(rewriter, loc, lead, queryTiles);
     Value out = emptyLike(rewriter, loc, cast<RankedTensorType>(op.getType()),
                           w.vSizes);
     int64_t window = w.window, block = w.block;
@@ -916,26 +914,17 @@ struct WindowAttentionWarpTilesToLoops : OpRewritePattern<WindowAttentionOp> {
         rewriter, loc, ValueRange{blocks}, ValueRange{out},
         [&](OpBuilder &b, Location l, ValueRange f, ValueRange args) {
           // The block's leading indices and query tile (the tile fastest).
-          Value qt = arith::RemUIOp::create(b, l, f[0], queryTiles);
-          Value rest = arith::DivUIOp::create(b, l, f[0], queryTiles);
-          SmallVector<Value> idx(lead.size());
-          for (size_t e = lead.size(); e-- > 0;) {
-            idx[e] =
-                e == 0 ? rest : arith::RemUIOp::create(b, l, rest, lead[e]);
-            if (e != 0)
-              rest = arith::DivUIOp::create(b, l, rest, lead[e]);
-          }
-          Value p0 = arith::MulIOp::create(b, l, qt, indexConst(b, l, kTile));
+          std::pair<SmallVector<Value>, Value> at =
+              blockAt(b, l, f[0], lead, queryTiles);
+          SmallVector<Value> idx = at.first;
+          Value p0 =
+              arith::MulIOp::create(b, l, at.second, indexConst(b, l, kTile));
           Value lastStep =
               arith::SubIOp::create(b, l, w.steps, indexConst(b, l, 1));
           // Query row t: position p0 + t (clamped into the sequence), and
           // whether it is in it.
           auto position = [&](OpBuilder &pb, Location pl, Value t) {
-            Value p = arith::AddIOp::create(pb, pl, p0, t);
-            Value inside = arith::CmpIOp::create(
-                pb, pl, arith::CmpIPredicate::ult, p, w.steps);
-            return std::make_pair(arith::MinUIOp::create(pb, pl, p, lastStep),
-                                  inside);
+            return rowIn(pb, pl, p0, t, w.steps);
           };
           Split qs =
               loadSplit(b, l, splitBuffers(b, l, kTile, d), kTile, d,
@@ -1148,46 +1137,25 @@ struct WindowAttentionWarpTilesToLoops : OpRewritePattern<WindowAttentionOp> {
                     soft[0],   soft[1],   o,       keys.hi, keys.lo,
                     values.hi, values.lo, soft[3], soft[4], s};
               });
-          // O / l written out for the tile's positions in the sequence.
-          Value result =
-              threadLoop(
-                  b, l, kWarp, ValueRange{args[0]},
-                  [&](OpBuilder &tb, Location tl, ValueRange tid,
-                      ValueRange outs) {
-                    return overElements(
-                        tb, tl, tid[0], kTile, dv, outs,
-                        [&](OpBuilder &eb, Location el, Value t, Value c,
-                            ValueRange acc) {
-                          auto [p, inside] = position(eb, el, t);
-                          auto branch = scf::IfOp::create(
-                              eb, el, TypeRange{acc[0].getType()}, inside,
-                              /*withElseRegion=*/true);
-                          OpBuilder thenB =
-                              OpBuilder::atBlockEnd(branch.thenBlock());
-                          Value lt = extractAt(thenB, el, walked[1], {t});
-                          Value seenAny = arith::CmpFOp::create(
-                              thenB, el, arith::CmpFPredicate::OGT, lt,
-                              zeroOf(thenB, el, f32));
-                          Value inv = arith::SelectOp::create(
-                              thenB, el, seenAny,
-                              arith::DivFOp::create(
-                                  thenB, el, floatConst(thenB, el, f32, 1.0),
-                                  lt),
-                              zeroOf(thenB, el, f32));
-                          Value x = arith::MulFOp::create(
-                              thenB, el,
-                              extractAt(thenB, el, walked[2], {t, c}), inv);
-                          scf::YieldOp::create(
-                              thenB, el,
-                              insertAt(thenB, el, x, acc[0],
-                                       concatIndices(idx, {p, c})));
-                          OpBuilder elseB =
-                              OpBuilder::atBlockEnd(branch.elseBlock());
-                          scf::YieldOp::create(elseB, el, acc[0]);
-                          return SmallVector<Value>(branch.getResults());
-                        });
-                  })
-                  .front();
+          // O / l written out for the tile's positions in the sequence (0
+          // where no key was seen).
+          Value result = storeRows(
+              b, l, args[0], idx, kTile, dv,
+              [&](OpBuilder &eb, Location el, Value t) {
+                return position(eb, el, t);
+              },
+              [&](OpBuilder &eb, Location el, Value t, Value c) -> Value {
+                Value lt = extractAt(eb, el, walked[1], {t});
+                Value seenAny = arith::CmpFOp::create(
+                    eb, el, arith::CmpFPredicate::OGT, lt, zeroOf(eb, el, f32));
+                Value inv = arith::SelectOp::create(
+                    eb, el, seenAny,
+                    arith::DivFOp::create(eb, el, floatConst(eb, el, f32, 1.0),
+                                          lt),
+                    zeroOf(eb, el, f32));
+                return arith::MulFOp::create(
+                    eb, el, extractAt(eb, el, walked[2], {t, c}), inv);
+              });
           return SmallVector<Value>{result};
         });
     results.front().getDefiningOp()->setAttr(kGpuBlockAttrName,

@@ -82,35 +82,30 @@ struct TileForm {
 
   /// The blocks: leading indices times chunks.
   Value blocks(OpBuilder &b, Location l) const {
-    Value n = chunks;
-    for (Value size : lead)
-      n = arith::MulIOp::create(b, l, n, size);
-    return n;
+    return blockCount(b, l, lead, chunks);
   }
 
   /// Block `f`'s leading indices and chunk (the chunk fastest).
   std::pair<SmallVector<Value>, Value> decompose(OpBuilder &b, Location l,
                                                  Value f) const {
-    Value c = arith::RemUIOp::create(b, l, f, chunks);
-    Value rest = arith::DivUIOp::create(b, l, f, chunks);
-    SmallVector<Value> idx(lead.size());
-    for (size_t d = lead.size(); d-- > 0;) {
-      idx[d] = d == 0 ? rest : arith::RemUIOp::create(b, l, rest, lead[d]);
-      if (d != 0)
-        rest = arith::DivUIOp::create(b, l, rest, lead[d]);
-    }
-    return {idx, c};
+    return blockAt(b, l, f, lead, chunks);
   }
 
   /// Step `s` of the chunk starting at `begin` (clamped into the sequence),
   /// and whether it is in it.
   std::pair<Value, Value> step(OpBuilder &b, Location l, Value begin,
                                Value s) const {
-    Value t = arith::AddIOp::create(b, l, begin, s);
-    Value inside =
-        arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, t, steps);
-    Value last = arith::SubIOp::create(b, l, steps, indexConst(b, l, 1));
-    return {arith::MinUIOp::create(b, l, t, last), inside};
+    return rowIn(b, l, begin, s, steps);
+  }
+
+  /// The chunk's v (from `begin`) split into `into`, rows past the end 0.
+  Split loadValues(OpBuilder &b, Location l, ValueRange idx, Value begin,
+                   Split into) const {
+    return loadSplit(b, l, into, kTile, dv,
+                     [&](OpBuilder &eb, Location el, Value s, Value j) {
+                       auto [t, inside] = step(eb, el, begin, s);
+                       return load(eb, el, v, idx, t, inside, j, 0.0);
+                     });
   }
 
   /// `tensor[lead, t, col]` where `inside`, `pad` otherwise.
@@ -207,11 +202,7 @@ std::pair<Value, Value> loops::buildGlaTileStates(OpBuilder &rewriter,
             });
         kt = {rows[0], rows[1]};
         Split vs =
-            loadSplit(b, l, splitBuffers(b, l, kTile, dv), kTile, dv,
-                      [&](OpBuilder &eb, Location el, Value s, Value j) {
-                        auto [t, inside] = g.step(eb, el, begin, s);
-                        return g.load(eb, el, g.v, idx, t, inside, j, 0.0);
-                      });
+            g.loadValues(b, l, idx, begin, splitBuffers(b, l, kTile, dv));
         // L_c = K^T V by tiles, into a block buffer.
         Value staged = blockBuffer(b, l, dk, dv);
         staged = overTiles(
@@ -352,11 +343,7 @@ Value loops::buildGlaTileOutputs(OpBuilder &rewriter, Location loc,
             });
         scores = {sRows[0], sRows[1]};
         Split vs =
-            loadSplit(b, l, splitBuffers(b, l, kTile, dv), kTile, dv,
-                      [&](OpBuilder &eb, Location el, Value s, Value j) {
-                        auto [t, inside] = g.step(eb, el, begin, s);
-                        return g.load(eb, el, g.v, idx, t, inside, j, 0.0);
-                      });
+            g.loadValues(b, l, idx, begin, splitBuffers(b, l, kTile, dv));
         // y = S V + (q P) E_c, E_c 16 rows at a time, each tile's sums
         // kept in the block buffer between them.
         Value staged = overTiles(
@@ -391,33 +378,14 @@ Value loops::buildGlaTileOutputs(OpBuilder &rewriter, Location loc,
               });
         }
         // The chunk's steps in the sequence written out.
-        Value y =
-            threadLoop(
-                b, l, kWarp, ValueRange{args[0]},
-                [&](OpBuilder &tb, Location tl, ValueRange tid,
-                    ValueRange out) {
-                  return overElements(
-                      tb, tl, tid[0], kTile, dv, out,
-                      [&](OpBuilder &eb, Location el, Value s, Value j,
-                          ValueRange yAcc) {
-                        auto [t, inside] = g.step(eb, el, begin, s);
-                        auto branch =
-                            scf::IfOp::create(eb, el, TypeRange{yAcc[0]},
-                                              inside, /*withElseRegion=*/true);
-                        OpBuilder thenB =
-                            OpBuilder::atBlockEnd(branch.thenBlock());
-                        scf::YieldOp::create(
-                            thenB, el,
-                            insertAt(thenB, el,
-                                     extractAt(thenB, el, staged, {s, j}),
-                                     yAcc[0], concatIndices(idx, {t, j})));
-                        OpBuilder elseB =
-                            OpBuilder::atBlockEnd(branch.elseBlock());
-                        scf::YieldOp::create(elseB, el, yAcc[0]);
-                        return SmallVector<Value>(branch.getResults());
-                      });
-                })
-                .front();
+        Value y = storeRows(
+            b, l, args[0], idx, kTile, dv,
+            [&](OpBuilder &eb, Location el, Value s) {
+              return g.step(eb, el, begin, s);
+            },
+            [&](OpBuilder &eb, Location el, Value s, Value j) {
+              return extractAt(eb, el, staged, {s, j});
+            });
         return SmallVector<Value>{y};
       });
   results.front().getDefiningOp()->setAttr(kGpuBlockAttrName,

@@ -191,3 +191,67 @@ Split tiles::loadSplit(
       });
   return {out[0], out[1]};
 }
+
+Value tiles::storeRows(
+    OpBuilder &b, Location l, Value out, ValueRange lead, int64_t rows,
+    int64_t width,
+    function_ref<std::pair<Value, Value>(OpBuilder &, Location, Value r)>
+        position,
+    function_ref<Value(OpBuilder &, Location, Value r, Value c)> value) {
+  return threadLoop(
+             b, l, kWarp, ValueRange{out},
+             [&](OpBuilder &tb, Location tl, ValueRange tid, ValueRange outs) {
+               return overElements(
+                   tb, tl, tid[0], rows, width, outs,
+                   [&](OpBuilder &eb, Location el, Value r, Value c,
+                       ValueRange acc) {
+                     auto [at, inside] = position(eb, el, r);
+                     auto branch =
+                         scf::IfOp::create(eb, el, TypeRange{acc[0]}, inside,
+                                           /*withElseRegion=*/true);
+                     OpBuilder thenB =
+                         OpBuilder::atBlockEnd(branch.thenBlock());
+                     scf::YieldOp::create(
+                         thenB, el,
+                         insertAt(thenB, el, value(thenB, el, r, c), acc[0],
+                                  concatIndices(lead, {at, c})));
+                     OpBuilder elseB =
+                         OpBuilder::atBlockEnd(branch.elseBlock());
+                     scf::YieldOp::create(elseB, el, acc[0]);
+                     return SmallVector<Value>(branch.getResults());
+                   });
+             })
+      .front();
+}
+
+Value tiles::blockCount(OpBuilder &b, Location l, ArrayRef<Value> lead,
+                        Value tiles) {
+  Value n = tiles;
+  for (Value size : lead)
+    n = arith::MulIOp::create(b, l, n, size);
+  return n;
+}
+
+std::pair<SmallVector<Value>, Value> tiles::blockAt(OpBuilder &b, Location l,
+                                                    Value f,
+                                                    ArrayRef<Value> lead,
+                                                    Value tiles) {
+  Value tile = arith::RemUIOp::create(b, l, f, tiles);
+  Value rest = arith::DivUIOp::create(b, l, f, tiles);
+  SmallVector<Value> idx(lead.size());
+  for (size_t d = lead.size(); d-- > 0;) {
+    idx[d] = d == 0 ? rest : arith::RemUIOp::create(b, l, rest, lead[d]);
+    if (d != 0)
+      rest = arith::DivUIOp::create(b, l, rest, lead[d]);
+  }
+  return {idx, tile};
+}
+
+std::pair<Value, Value> tiles::rowIn(OpBuilder &b, Location l, Value begin,
+                                     Value r, Value length) {
+  Value t = arith::AddIOp::create(b, l, begin, r);
+  Value inside =
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, t, length);
+  Value last = arith::SubIOp::create(b, l, length, indexConst(b, l, 1));
+  return {arith::MinUIOp::create(b, l, t, last), inside};
+}

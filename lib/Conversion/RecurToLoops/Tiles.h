@@ -99,6 +99,29 @@ Split loadSplit(
     function_ref<Value(OpBuilder &, Location, Value r, Value c)> element,
     bool transposed = false);
 
+/// The blocks of a form of `tiles` tiles a leading index over the leading
+/// sizes `lead`, and block `f`'s leading indices and tile (the tile
+/// fastest).
+Value blockCount(OpBuilder &b, Location l, ArrayRef<Value> lead, Value tiles);
+std::pair<SmallVector<Value>, Value> blockAt(OpBuilder &b, Location l, Value f,
+                                             ArrayRef<Value> lead, Value tiles);
+
+/// Row `r` of a tile starting at `begin` in a sequence of `length` rows,
+/// clamped into it, and whether it is in it.
+std::pair<Value, Value> rowIn(OpBuilder &b, Location l, Value begin, Value r,
+                              Value length);
+
+/// `out` (`[lead..., positions, width]`) with the `rows` rows of a tile
+/// written, row r at the position `position(r)` gives where it says it is
+/// in the sequence (the rows past the end not written), element c being
+/// `value(r, c)`: the warp's threads side by side on the columns.
+Value storeRows(
+    OpBuilder &b, Location l, Value out, ValueRange lead, int64_t rows,
+    int64_t width,
+    function_ref<std::pair<Value, Value>(OpBuilder &, Location, Value r)>
+        position,
+    function_ref<Value(OpBuilder &, Location, Value r, Value c)> value);
+
 } // namespace mlir::recur::loops::tiles
 
 #endif // RECUR_LIB_CONVERSION_RECURTOLOOPS_TILES_H

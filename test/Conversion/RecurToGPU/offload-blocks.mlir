@@ -380,3 +380,19 @@ func.func @tiles_and_stores(%x: memref<?x32xf32>) {
   } {recur.gpu_block}
   return
 }
+
+// -----
+
+func.func @tiles_without_threads(%y: memref<?x16x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %pad = arith.constant 0.0 : f32
+  %n = memref.dim %y, %c0 : memref<?x16x16xf32>
+  scf.parallel (%b) = (%c0) to (%n) step (%c1) {
+    // expected-error @+1 {{cannot run on the GPU: a warp's matrix tiles in blocks of 0 threads (they take blocks of one warp, 32)}}
+    %m = vector.transfer_read %y[%b, %c0, %c0], %pad {in_bounds = [true, true]} : memref<?x16x16xf32>, vector<16x16xf32>
+    vector.transfer_write %m, %y[%b, %c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<?x16x16xf32>
+    scf.reduce
+  } {recur.gpu_block}
+  return
+}
