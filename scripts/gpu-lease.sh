@@ -6,7 +6,7 @@
 #   scripts/gpu-lease.sh pack [BUILD_DIR]
 #     Here, after `make gpu-suite`: packs BUILD_DIR/gpu-suite (about 111 MB
 #     of programs and data on 2026-12-07) into
-#     BUILD_DIR/gpu-carry/suite.tar.xz (about 37 MB), and downloads the
+#     BUILD_DIR/gpu-carry/suite.tar.xz (about 43 MB), and downloads the
 #     wheels bench/gpu_peers.py's gla peer needs (fla-core, einops;
 #     WHEELS=0 skips them, as does a pip that cannot reach PyPI). Fails
 #     when the whole is more than the 64 MiB a lease carries. Carry
