@@ -4,8 +4,8 @@
 //
 // The GPU's tile form of recur.gated_linear_attention (`gla-tiles`,
 // recurc's --cuda-gla-tiles): real f32 decays, dk and dv static multiples
-// of 16. The steps go in chunks of C = 16, and with P_t = a_s ... a_t the
-// decays from step s to t (a vector over the key index i; 1 when s > t),
+// of 16. The steps go in chunks of C = 16, and with P(s, t) = a_s ... a_t
+// the decays from step s to t (a vector over the key index i; 1 when s > t),
 // E_c the state entering chunk c and b its first step:
 //
 //   L_c[i, :] = sum_s k_s[i] P(s+1, b+15)[i] v_s        (the chunk from 0)

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Patterns.h"
+#include "Tiles.h"
 #include "Utility.h"
 
 #include "Recur/IR/Recur.h"
@@ -1105,12 +1106,7 @@ struct LinearScanToLoops : OpRewritePattern<LinearScanOp> {
     // kBlockThreadsAttrName.
     auto threadLoop = [&](OpBuilder &tb, Location tl, ValueRange init,
                           LoopBody body) {
-      SmallVector<Value> results =
-          buildLoop(tb, tl, indexConst(tb, tl, 0), indexConst(tb, tl, threads),
-                    init, body);
-      results.front().getDefiningOp()->setAttr(kBlockThreadsAttrName,
-                                               tb.getUnitAttr());
-      return results;
+      return tiles::threadLoop(tb, tl, threads, init, body);
     };
     // Atomic reads (an or of 0) and writes of the statuses' bits, a
     // complex value part by part.

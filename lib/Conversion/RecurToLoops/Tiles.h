@@ -4,8 +4,9 @@
 // Part of the Recur project.
 //
 // What the forms that compute by a warp's matrix tiles share (gla-tiles,
-// GlaTiles.cpp; window-tiles, Attention.cpp): a block of one warp (its
-// loops tagged kBlockThreadsAttrName) and 16 x 16 tiles of f32 products as
+// GlaTiles.cpp; window-warp-tiles, Attention.cpp): a block of one warp (its
+// loops tagged kBlockThreadsAttrName, threadLoop, which linear_scan's block
+// form uses too) and 16 x 16 tiles of f32 products as
 // vector.contract of 16 x 8 by 8 x 16 on block buffers, which the CUDA
 // pipeline makes tensor-core products (wmma, tf32) and the CPU runs as
 // vector ops. A tensor core multiplies tf32 values (10 bits of mantissa),
