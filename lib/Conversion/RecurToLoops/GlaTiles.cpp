@@ -175,30 +175,25 @@ std::pair<Value, Value> loops::buildGlaTileStates(OpBuilder &rewriter,
         Split kt = splitBuffers(b, l, dk, kTile);
         // Key row i a thread (i = tid + 32 r): back from the chunk's last
         // step, k_s[i] P(s+1, b+15)[i], and A_c[i].
-        SmallVector<Value> rows = threadLoop(
-            b, l, kWarp, ValueRange{kt.hi, kt.lo, args[0]},
-            [&](OpBuilder &tb, Location tl, ValueRange tid, ValueRange bufs) {
-              return overRows(
-                  tb, tl, tid[0], dk, bufs,
-                  [&](OpBuilder &rb, Location rl, Value i, ValueRange out) {
-                    SmallVector<Value> acc(out);
-                    Value prod = floatConst(rb, rl, g.f32, 1.0);
-                    for (int64_t s = kTile - 1; s >= 0; --s) {
-                      auto [t, inside] =
-                          g.step(rb, rl, begin, indexConst(rb, rl, s));
-                      Value kv = g.load(rb, rl, g.k, idx, t, inside, i, 0.0);
-                      Value av = g.load(rb, rl, g.a, idx, t, inside, i, 1.0);
-                      auto [hi, lo] = splitTf32(
-                          rb, rl, arith::MulFOp::create(rb, rl, kv, prod));
-                      Value sIdx = indexConst(rb, rl, s);
-                      acc[0] = insertAt(rb, rl, hi, acc[0], {i, sIdx});
-                      acc[1] = insertAt(rb, rl, lo, acc[1], {i, sIdx});
-                      prod = arith::MulFOp::create(rb, rl, prod, av);
-                    }
-                    acc[2] = insertAt(rb, rl, prod, acc[2],
-                                      concatIndices(idx, {c, i}));
-                    return acc;
-                  });
+        SmallVector<Value> rows = overRows(
+            b, l, dk, ValueRange{kt.hi, kt.lo, args[0]},
+            [&](OpBuilder &rb, Location rl, Value i, ValueRange out) {
+              SmallVector<Value> acc(out);
+              Value prod = floatConst(rb, rl, g.f32, 1.0);
+              for (int64_t s = kTile - 1; s >= 0; --s) {
+                auto [t, inside] = g.step(rb, rl, begin, indexConst(rb, rl, s));
+                Value kv = g.load(rb, rl, g.k, idx, t, inside, i, 0.0);
+                Value av = g.load(rb, rl, g.a, idx, t, inside, i, 1.0);
+                auto [hi, lo] =
+                    splitTf32(rb, rl, arith::MulFOp::create(rb, rl, kv, prod));
+                Value sIdx = indexConst(rb, rl, s);
+                acc[0] = insertAt(rb, rl, hi, acc[0], {i, sIdx});
+                acc[1] = insertAt(rb, rl, lo, acc[1], {i, sIdx});
+                prod = arith::MulFOp::create(rb, rl, prod, av);
+              }
+              acc[2] =
+                  insertAt(rb, rl, prod, acc[2], concatIndices(idx, {c, i}));
+              return acc;
             });
         kt = {rows[0], rows[1]};
         Split vs =
@@ -274,27 +269,23 @@ Value loops::buildGlaTileOutputs(OpBuilder &rewriter, Location loc,
         Value as = raw[0], ks = raw[1], qs = raw[2];
         // The queries' rows q_t P(b, t), a thread a key row.
         Split qp = splitBuffers(b, l, kTile, dk);
-        SmallVector<Value> qRows = threadLoop(
-            b, l, kWarp, ValueRange{qp.hi, qp.lo},
-            [&](OpBuilder &tb, Location tl, ValueRange tid, ValueRange bufs) {
-              return overRows(
-                  tb, tl, tid[0], dk, bufs,
-                  [&](OpBuilder &rb, Location rl, Value i, ValueRange out) {
-                    SmallVector<Value> acc(out);
-                    Value prod = floatConst(rb, rl, g.f32, 1.0);
-                    for (int64_t s = 0; s < kTile; ++s) {
-                      Value sIdx = indexConst(rb, rl, s);
-                      prod = arith::MulFOp::create(
-                          rb, rl, prod, extractAt(rb, rl, as, {sIdx, i}));
-                      auto [hi, lo] = splitTf32(
-                          rb, rl,
-                          arith::MulFOp::create(
-                              rb, rl, extractAt(rb, rl, qs, {sIdx, i}), prod));
-                      acc[0] = insertAt(rb, rl, hi, acc[0], {sIdx, i});
-                      acc[1] = insertAt(rb, rl, lo, acc[1], {sIdx, i});
-                    }
-                    return acc;
-                  });
+        SmallVector<Value> qRows = overRows(
+            b, l, dk, ValueRange{qp.hi, qp.lo},
+            [&](OpBuilder &rb, Location rl, Value i, ValueRange out) {
+              SmallVector<Value> acc(out);
+              Value prod = floatConst(rb, rl, g.f32, 1.0);
+              for (int64_t s = 0; s < kTile; ++s) {
+                Value sIdx = indexConst(rb, rl, s);
+                prod = arith::MulFOp::create(rb, rl, prod,
+                                             extractAt(rb, rl, as, {sIdx, i}));
+                auto [hi, lo] = splitTf32(
+                    rb, rl,
+                    arith::MulFOp::create(
+                        rb, rl, extractAt(rb, rl, qs, {sIdx, i}), prod));
+                acc[0] = insertAt(rb, rl, hi, acc[0], {sIdx, i});
+                acc[1] = insertAt(rb, rl, lo, acc[1], {sIdx, i});
+              }
+              return acc;
             });
         qp = {qRows[0], qRows[1]};
         // The scores, a thread a query step t: S[t, s] for s <= t, the

@@ -59,28 +59,33 @@ SmallVector<Value> tiles::overElements(
 }
 
 SmallVector<Value>
-tiles::overRows(OpBuilder &b, Location l, Value tid, int64_t n, ValueRange init,
+tiles::overRows(OpBuilder &b, Location l, int64_t n, ValueRange init,
                 function_ref<SmallVector<Value>(OpBuilder &, Location, Value i,
                                                 ValueRange args)>
                     body) {
-  SmallVector<Value> out(init);
-  for (int64_t r = 0; r * kWarp < n; ++r) {
-    Value i = arith::AddIOp::create(b, l, tid, indexConst(b, l, r * kWarp));
-    if ((r + 1) * kWarp <= n) {
-      out = body(b, l, i, out);
-      continue;
-    }
-    Value inRange = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, i,
-                                          indexConst(b, l, n));
-    auto branch = scf::IfOp::create(b, l, TypeRange(ValueRange(out)), inRange,
-                                    /*withElseRegion=*/true);
-    OpBuilder thenB = OpBuilder::atBlockEnd(branch.thenBlock());
-    scf::YieldOp::create(thenB, l, body(thenB, l, i, out));
-    OpBuilder elseB = OpBuilder::atBlockEnd(branch.elseBlock());
-    scf::YieldOp::create(elseB, l, out);
-    out = SmallVector<Value>(branch.getResults());
-  }
-  return out;
+  return threadLoop(
+      b, l, kWarp, init,
+      [&](OpBuilder &tb, Location tl, ValueRange tid, ValueRange bufs) {
+        SmallVector<Value> out(bufs);
+        for (int64_t r = 0; r * kWarp < n; ++r) {
+          Value i = arith::AddIOp::create(tb, tl, tid[0],
+                                          indexConst(tb, tl, r * kWarp));
+          if ((r + 1) * kWarp <= n) {
+            out = body(tb, tl, i, out);
+            continue;
+          }
+          Value inRange = arith::CmpIOp::create(
+              tb, tl, arith::CmpIPredicate::ult, i, indexConst(tb, tl, n));
+          auto branch = scf::IfOp::create(tb, tl, TypeRange(ValueRange(out)),
+                                          inRange, /*withElseRegion=*/true);
+          OpBuilder thenB = OpBuilder::atBlockEnd(branch.thenBlock());
+          scf::YieldOp::create(thenB, tl, body(thenB, tl, i, out));
+          OpBuilder elseB = OpBuilder::atBlockEnd(branch.elseBlock());
+          scf::YieldOp::create(elseB, tl, out);
+          out = SmallVector<Value>(branch.getResults());
+        }
+        return out;
+      });
 }
 
 Value tiles::multiplyTiles(OpBuilder &b, Location l, Split a, Value row,

@@ -56,10 +56,11 @@ overElements(OpBuilder &b, Location l, Value tid, int64_t rows, int64_t cols,
                                              Value c, ValueRange args)>
                  body);
 
-/// In thread `tid`, `body` for each row i = tid + 32 r below `n` (guarded
-/// where n is not a multiple of 32), threading `init`.
+/// The warp's threads over rows 0 to `n`: thread tid takes rows i = tid +
+/// 32 r below `n` (guarded where n is not a multiple of 32), `body` for
+/// each, threading `init`.
 SmallVector<Value>
-overRows(OpBuilder &b, Location l, Value tid, int64_t n, ValueRange init,
+overRows(OpBuilder &b, Location l, int64_t n, ValueRange init,
          function_ref<SmallVector<Value>(OpBuilder &, Location, Value i,
                                          ValueRange args)>
              body);
