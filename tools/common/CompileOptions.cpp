@@ -136,7 +136,10 @@ CompileOptions::CompileOptions(cl::OptionCategory &category)
                    "two tf32 halves, three products, for about f32's "
                    "accuracy): a block of one warp per (leading index, "
                    "chunk) for each chunk's state from zero and for its "
-                   "outputs (default off: not yet run on a GPU; "
+                   "outputs; its backward, where its block buffers fit 48 "
+                   "KiB too (dk = dv = 64 do, dk = 80 with dv = 64 not), "
+                   "in the same chunks by tiles, dq, dk and da a thread a "
+                   "key row (default off: not yet run on a GPU; "
                    "--target=cuda only)"),
           cl::cat(category)),
       cudaWindowWarpTiles(

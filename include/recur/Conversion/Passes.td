@@ -218,7 +218,14 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "+ (q P) E, by vector.contract of 16 x 8 by 8 x 16 tiles of "
            "f32 operands split into two tf32 halves (three products: the "
            "CUDA pipeline's tensor-core form, recurc's --cuda-gla-tiles; "
-           "the same loops run on the CPU)">,
+           "the same loops run on the CPU); a gated_linear_attention_grad "
+           "of the same kind whose block buffers fit goes in such chunks "
+           "wherever the column form's would: the chunks' states and "
+           "carries as the forward's, then by blocks of 32 threads what "
+           "each chunk's outputs send back, (q P)^T dy, the cotangents' "
+           "carries a thread per column, dv = S^T dy + (k P) H, and dq, dk "
+           "and da a thread a key row after v dy^T, E dy^T and H v^T by "
+           "tiles">,
     Option<"windowWarpTiles", "window-warp-tiles", "bool",
            /*default=*/"false",
            "Without window-tiles, a window_attention of f32 whose channels "

@@ -77,25 +77,54 @@ SmallVector<Value> buildGlaGradProducts(OpBuilder &b, Location loc,
 
 /// Whether gla-tiles' form (GlaTiles.cpp) applies to `op`: real f32
 /// decays, dk and dv static multiples of 16, its block buffers within 48
-/// KiB of shared memory.
+/// KiB of shared memory (the backward's too for the grad).
 bool glaTilesApply(GatedLinearAttentionOp op);
+bool glaTilesApply(GatedLinearAttentionGradOp op);
 
 /// The steps of a chunk of gla-tiles' form.
 int64_t glaTileChunk();
 
-/// gla-tiles' first launch for `op` with leading sizes `lead` and `steps`
-/// steps: each chunk's decay products A_c, `[lead..., chunks, dk]`, and its
-/// state from zero L_c, `[lead..., chunks, dk, dv]`.
+/// The operands of gla-tiles' launches, `[lead..., T, dk]` (q, k, a) and
+/// `[lead..., T, dv]` (v).
+struct GlaTileOperands {
+  Value q, k, v, a;
+};
+
+/// gla-tiles' first launch for the operands `ops` with leading sizes
+/// `lead` and `steps` steps: each chunk's decay products A_c, `[lead...,
+/// chunks, dk]`, and its state from zero L_c, `[lead..., chunks, dk, dv]`.
 std::pair<Value, Value> buildGlaTileStates(OpBuilder &b, Location loc,
-                                           GatedLinearAttentionOp op,
+                                           GlaTileOperands ops,
                                            ArrayRef<Value> lead, Value steps);
 
 /// gla-tiles' last launch: `yInit` with the outputs of every chunk written,
 /// from the states entering the chunks, `entering` `[lead..., chunks, dk,
 /// dv]`.
-Value buildGlaTileOutputs(OpBuilder &b, Location loc, GatedLinearAttentionOp op,
+Value buildGlaTileOutputs(OpBuilder &b, Location loc, GlaTileOperands ops,
                           ArrayRef<Value> lead, Value steps, Value entering,
                           Value yInit);
+
+/// The backward's: what each chunk's outputs send back into the state
+/// entering it, M_c = sum_t P(b, t) q_t dy_t^T over the chunk's steps t
+/// (P(b, t) the decay products from its first step b to t, a diagonal),
+/// `[lead..., chunks, dk, dv]`, by tiles as the first launch.
+Value buildGlaTileSent(OpBuilder &b, Location loc, GlaTileOperands ops,
+                       Value dy, ArrayRef<Value> lead, Value steps);
+
+/// The backward's dv, written into `dvInit`, from the cotangents of the
+/// states after the chunks, `later` `[lead..., chunks, dk, dv]`.
+Value buildGlaTileValueGrads(OpBuilder &b, Location loc, GlaTileOperands ops,
+                             Value dy, ArrayRef<Value> lead, Value steps,
+                             Value later, Value dvInit);
+
+/// The backward's dq, dk and da, written into `inits` (in that order),
+/// from the states entering the chunks and the cotangents of the states
+/// after them.
+SmallVector<Value> buildGlaTileRowGrads(OpBuilder &b, Location loc,
+                                        GlaTileOperands ops, Value dy,
+                                        ArrayRef<Value> lead, Value steps,
+                                        Value entering, Value later,
+                                        ValueRange inits);
 
 /// gate (Gates.cpp).
 void populateGatePatterns(RewritePatternSet &patterns);

@@ -2976,6 +2976,53 @@ struct GlaRegisterChunks {
     return {carried[0], carried[1]};
   }
 
+  /// The cotangents of the states after the chunks, H_c, `[lead...,
+  /// chunks, dk, dv]`, from the last chunk's `dstate` (or 0 without it) back,
+  /// H_{c-1} = conj(A_c) H_c + M_c (`decays` A_c as decayProducts gives
+  /// them, `sent` M_c what chunk c's own outputs send back into the state
+  /// entering it), and the cotangent of the initial state, conj(A_0) H_0 +
+  /// M_0, written into `dinitInit` (`[lead..., dk, dv]`): a thread per
+  /// (leading index, column).
+  std::pair<Value, Value> laterCotangents(OpBuilder &rewriter, Location loc,
+                                          Value decays, Value sent,
+                                          Value dstate, Value dinitInit) const {
+    SmallVector<Value> carried = buildNest(
+        rewriter, loc, nestSizes({sizes.dv}),
+        {emptyLike(rewriter, loc, chunkStateType(), chunkStateSizes()),
+         dinitInit},
+        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
+          ValueRange lead = ivs.drop_back();
+          Value j = ivs.back();
+          Value lastChunk =
+              arith::SubIOp::create(b, l, chunks, indexConst(b, l, 1));
+          SmallVector<Value> iterInit{args[0]};
+          llvm::append_range(iterInit, column(b, l, dstate, lead, j));
+          SmallVector<Value> swept = buildLoop(
+              b, l, indexConst(b, l, 0), chunks, iterInit,
+              [&](OpBuilder &cb, Location cl, ValueRange cc, ValueRange iter) {
+                Value c = arith::SubIOp::create(cb, cl, lastChunk, cc[0]);
+                SmallVector<Value> prefix = concatIndices(lead, {c});
+                ValueRange later = iter.drop_front();
+                SmallVector<Value> next{
+                    writeColumn(cb, cl, later, iter[0], prefix, j)};
+                SmallVector<Value> own = column(cb, cl, sent, prefix, j);
+                for (int64_t i = 0; i < dk; ++i) {
+                  Value decay =
+                      extractAt(cb, cl, decays,
+                                concatIndices(prefix, {indexConst(cb, cl, i)}));
+                  next.push_back(add(cb, cl,
+                                     mul(cb, cl, conj(cb, cl, decay), later[i]),
+                                     own[i]));
+                }
+                return next;
+              });
+          return SmallVector<Value>{
+              swept[0], writeColumn(b, l, ArrayRef<Value>(swept).drop_front(),
+                                    args[1], lead, j)};
+        });
+    return {carried[0], carried[1]};
+  }
+
   Value q, k, v, a, init;
   const GlaSizes &sizes;
   Type elem, stateElem;
@@ -3219,11 +3266,12 @@ struct GatedLinearAttentionToLoops : OpRewritePattern<GatedLinearAttentionOp> {
         rewriter, loc, op.getQ(), op.getK(), op.getV(), op.getA(), op.getInit(),
         sizes, cast<RankedTensorType>(op.getState().getType()).getElementType(),
         dk, glaTileChunk());
+    GlaTileOperands ops{op.getQ(), op.getK(), op.getV(), op.getA()};
     auto [decays, local] =
-        buildGlaTileStates(rewriter, loc, op, sizes.lead, sizes.steps);
+        buildGlaTileStates(rewriter, loc, ops, sizes.lead, sizes.steps);
     std::pair<Value, Value> carried =
         g.enteringStates(rewriter, loc, decays, local, stateInit);
-    return {buildGlaTileOutputs(rewriter, loc, op, sizes.lead, sizes.steps,
+    return {buildGlaTileOutputs(rewriter, loc, ops, sizes.lead, sizes.steps,
                                 carried.first, yInit),
             carried.second};
   }
@@ -3401,9 +3449,10 @@ constexpr int64_t kGlaGradStashMaxBytes = 32 * 1024;
 struct GatedLinearAttentionGradToLoops
     : OpRewritePattern<GatedLinearAttentionGradOp> {
   GatedLinearAttentionGradToLoops(MLIRContext *context, bool products,
-                                  bool columnThreads, int64_t columnChunk)
+                                  bool columnThreads, int64_t columnChunk,
+                                  bool tiles)
       : OpRewritePattern(context), products(products),
-        columnThreads(columnThreads), columnChunk(columnChunk) {}
+        columnThreads(columnThreads), columnChunk(columnChunk), tiles(tiles) {}
 
   /// Whether real decays take the product form where it applies.
   bool products;
@@ -3412,6 +3461,50 @@ struct GatedLinearAttentionGradToLoops
   /// registers and a chunk's states of a row in kGlaGradStashMaxBytes.
   bool columnThreads;
   int64_t columnChunk;
+  /// Where the chunks of buildRegisterChunks would be taken, gla-tiles'
+  /// form where it applies instead (buildTiles).
+  bool tiles;
+
+  /// gla-tiles' form of the backward (GlaTiles.cpp), in its chunks of 16
+  /// steps:
+  ///  1-2. the chunks' decay products A_c and states from zero L_c by a
+  ///       warp's tiles, then the states entering the chunks E_c a thread
+  ///       per column, as the forward's;
+  ///  3. what each chunk's outputs send back into the state entering it,
+  ///     M_c, by tiles;
+  ///  4. the cotangents of the states after the chunks H_c and dinit a
+  ///     thread per column (laterCotangents, as buildRegisterChunks' 5);
+  ///  5. dv by tiles, a block per (leading index, chunk);
+  ///  6. dq, dk and da, a block per (leading index, chunk): the chunk's
+  ///     products of v, dy, E_c and H_c by tiles, then a thread a key row.
+  SmallVector<Value> buildTiles(PatternRewriter &rewriter, Location loc,
+                                GatedLinearAttentionGradOp op,
+                                const GlaSizes &sizes, int64_t dk,
+                                ValueRange inits) const {
+    auto stateType = cast<RankedTensorType>(op.getDstate().getType());
+    GlaRegisterChunks g(rewriter, loc, op.getQ(), op.getK(), op.getV(),
+                        op.getA(), op.getInit(), sizes,
+                        stateType.getElementType(), dk, glaTileChunk());
+    GlaTileOperands ops{op.getQ(), op.getK(), op.getV(), op.getA()};
+    auto [decays, local] =
+        buildGlaTileStates(rewriter, loc, ops, sizes.lead, sizes.steps);
+    Value entering =
+        g.enteringStates(rewriter, loc, decays, local,
+                         emptyLike(rewriter, loc, stateType,
+                                   g.nestSizes(ValueRange{sizes.dk, sizes.dv})))
+            .first;
+    Value sent = buildGlaTileSent(rewriter, loc, ops, op.getDy(), sizes.lead,
+                                  sizes.steps);
+    std::pair<Value, Value> carried = g.laterCotangents(
+        rewriter, loc, decays, sent, op.getDstate(), inits[4]);
+    Value dvOut =
+        buildGlaTileValueGrads(rewriter, loc, ops, op.getDy(), sizes.lead,
+                               sizes.steps, carried.first, inits[2]);
+    SmallVector<Value> rows = buildGlaTileRowGrads(
+        rewriter, loc, ops, op.getDy(), sizes.lead, sizes.steps, entering,
+        carried.first, ValueRange{inits[0], inits[1], inits[3]});
+    return {rows[0], rows[1], dvOut, rows[2], carried.second};
+  }
 
   /// The GPU's form (`gla-column-threads` with `gla-column-chunk` N > 0;
   /// dk and dv static): in chunks of N steps, each piece a nest of
@@ -3481,41 +3574,9 @@ struct GatedLinearAttentionGradToLoops
 
     // 5. The cotangents of the states after the chunks, from the later
     // ones, and dinit.
-    SmallVector<Value> carried = buildNest(
-        rewriter, loc, g.nestSizes({sizes.dv}),
-        {emptyLike(rewriter, loc, g.chunkStateType(), g.chunkStateSizes()),
-         dinitInit},
-        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
-          ValueRange lead = ivs.drop_back();
-          Value j = ivs.back();
-          Value lastChunk =
-              arith::SubIOp::create(b, l, g.chunks, indexConst(b, l, 1));
-          SmallVector<Value> iterInit{args[0]};
-          llvm::append_range(iterInit, g.column(b, l, op.getDstate(), lead, j));
-          SmallVector<Value> swept = buildLoop(
-              b, l, indexConst(b, l, 0), g.chunks, iterInit,
-              [&](OpBuilder &cb, Location cl, ValueRange cc, ValueRange iter) {
-                Value c = arith::SubIOp::create(cb, cl, lastChunk, cc[0]);
-                SmallVector<Value> prefix = concatIndices(lead, {c});
-                ValueRange later = iter.drop_front();
-                SmallVector<Value> next{
-                    g.writeColumn(cb, cl, later, iter[0], prefix, j)};
-                SmallVector<Value> own = g.column(cb, cl, sent, prefix, j);
-                for (int64_t i = 0; i < dk; ++i) {
-                  Value decay =
-                      extractAt(cb, cl, decays,
-                                concatIndices(prefix, {indexConst(cb, cl, i)}));
-                  next.push_back(
-                      add(cb, cl, mul(cb, cl, g.conj(cb, cl, decay), later[i]),
-                          own[i]));
-                }
-                return next;
-              });
-          return SmallVector<Value>{
-              swept[0], g.writeColumn(b, l, ArrayRef<Value>(swept).drop_front(),
-                                      args[1], lead, j)};
-        });
-    Value later = carried[0];
+    std::pair<Value, Value> carried = g.laterCotangents(
+        rewriter, loc, decays, sent, op.getDstate(), dinitInit);
+    Value later = carried.first;
 
     // 6. A thread per (leading index, chunk, key row): dq, dk and da.
     auto stashType = RankedTensorType::get({columnChunk, dv}, stateElem);
@@ -3628,7 +3689,7 @@ struct GatedLinearAttentionGradToLoops
               g.column(b, l, later, concatIndices(lead, {c}), j), op.getDy(),
               out)[dk];
         });
-    return {rows[0], rows[1], dvOut, rows[2], carried[1]};
+    return {rows[0], rows[1], dvOut, rows[2], carried.second};
   }
 
   LogicalResult matchAndRewrite(GatedLinearAttentionGradOp op,
@@ -3665,9 +3726,12 @@ struct GatedLinearAttentionGradToLoops
         dvStatic * elemBytes / 4 <= kGlaColumnMaxRegisters &&
         columnChunk * dvStatic * elemBytes <= kGlaGradStashMaxBytes) {
       GlaSizes sizes{lead, steps, dk, dv};
+      SmallVector<Value> inits{dqInit, dkInit, dvInit, daInit, dinitInit};
       rewriter.replaceOp(
-          op, buildRegisterChunks(rewriter, loc, op, sizes, dkStatic, dvStatic,
-                                  {dqInit, dkInit, dvInit, daInit, dinitInit}));
+          op, tiles && glaTilesApply(op)
+                  ? buildTiles(rewriter, loc, op, sizes, dkStatic, inits)
+                  : buildRegisterChunks(rewriter, loc, op, sizes, dkStatic,
+                                        dvStatic, inits));
       return success();
     }
     // affine.apply, which recur-workspace-bound bounds (arith.ceildivui it
@@ -3964,7 +4028,8 @@ void mlir::recur::loops::populateScanPatterns(
   patterns.add<GatedLinearAttentionToLoops>(patterns.getContext(),
                                             glaColumnThreads, glaColumnChunk,
                                             glaProducts, glaTiles);
-  patterns.add<GatedLinearAttentionGradToLoops>(
-      patterns.getContext(), glaProducts, glaColumnThreads, glaColumnChunk);
+  patterns.add<GatedLinearAttentionGradToLoops>(patterns.getContext(),
+                                                glaProducts, glaColumnThreads,
+                                                glaColumnChunk, glaTiles);
   patterns.add<ScanToLoops>(patterns.getContext());
 }

@@ -62,27 +62,42 @@ SmallVector<Value>
 tiles::overRows(OpBuilder &b, Location l, int64_t n, ValueRange init,
                 function_ref<SmallVector<Value>(OpBuilder &, Location, Value i,
                                                 ValueRange args)>
-                    body) {
+                    body,
+                bool rolled) {
+  // Row i where it is below n (a round past a multiple of 32 is partial).
+  auto guarded = [&](OpBuilder &tb, Location tl, Value i, ValueRange out,
+                     bool whole) -> SmallVector<Value> {
+    if (whole)
+      return body(tb, tl, i, out);
+    Value inRange = arith::CmpIOp::create(tb, tl, arith::CmpIPredicate::ult, i,
+                                          indexConst(tb, tl, n));
+    auto branch = scf::IfOp::create(tb, tl, TypeRange(out), inRange,
+                                    /*withElseRegion=*/true);
+    OpBuilder thenB = OpBuilder::atBlockEnd(branch.thenBlock());
+    scf::YieldOp::create(thenB, tl, body(thenB, tl, i, out));
+    OpBuilder elseB = OpBuilder::atBlockEnd(branch.elseBlock());
+    scf::YieldOp::create(elseB, tl, out);
+    return SmallVector<Value>(branch.getResults());
+  };
+  int64_t rounds = llvm::divideCeil(n, kWarp);
   return threadLoop(
       b, l, kWarp, init,
       [&](OpBuilder &tb, Location tl, ValueRange tid, ValueRange bufs) {
+        if (rolled)
+          return buildLoop(
+              tb, tl, indexConst(tb, tl, 0), indexConst(tb, tl, rounds), bufs,
+              [&](OpBuilder &rb, Location rl, ValueRange r, ValueRange out) {
+                Value i = arith::AddIOp::create(
+                    rb, rl, tid[0],
+                    arith::MulIOp::create(rb, rl, r[0],
+                                          indexConst(rb, rl, kWarp)));
+                return guarded(rb, rl, i, out, n % kWarp == 0);
+              });
         SmallVector<Value> out(bufs);
-        for (int64_t r = 0; r * kWarp < n; ++r) {
+        for (int64_t r = 0; r < rounds; ++r) {
           Value i = arith::AddIOp::create(tb, tl, tid[0],
                                           indexConst(tb, tl, r * kWarp));
-          if ((r + 1) * kWarp <= n) {
-            out = body(tb, tl, i, out);
-            continue;
-          }
-          Value inRange = arith::CmpIOp::create(
-              tb, tl, arith::CmpIPredicate::ult, i, indexConst(tb, tl, n));
-          auto branch = scf::IfOp::create(tb, tl, TypeRange(ValueRange(out)),
-                                          inRange, /*withElseRegion=*/true);
-          OpBuilder thenB = OpBuilder::atBlockEnd(branch.thenBlock());
-          scf::YieldOp::create(thenB, tl, body(thenB, tl, i, out));
-          OpBuilder elseB = OpBuilder::atBlockEnd(branch.elseBlock());
-          scf::YieldOp::create(elseB, tl, out);
-          out = SmallVector<Value>(branch.getResults());
+          out = guarded(tb, tl, i, out, (r + 1) * kWarp <= n);
         }
         return out;
       });

@@ -58,12 +58,15 @@ overElements(OpBuilder &b, Location l, Value tid, int64_t rows, int64_t cols,
 
 /// The warp's threads over rows 0 to `n`: thread tid takes rows i = tid +
 /// 32 r below `n` (guarded where n is not a multiple of 32), `body` for
-/// each, threading `init`.
+/// each, threading `init`: the rounds r one after another in the thread's
+/// code, or with `rolled` in a loop (one copy of a large body, whose values
+/// the rounds then cannot share: registers for one row at a time).
 SmallVector<Value>
 overRows(OpBuilder &b, Location l, int64_t n, ValueRange init,
          function_ref<SmallVector<Value>(OpBuilder &, Location, Value i,
                                          ValueRange args)>
-             body);
+             body,
+         bool rolled = false);
 
 /// `acc` + A B for the tiles A = a[row..+16, inner..+depth) and B =
 /// b[bRow..+depth, col..+16), by 16 x 8 by 8 x 16 products, three a step

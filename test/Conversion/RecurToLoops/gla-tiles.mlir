@@ -71,3 +71,74 @@ func.func @no_tiles(%q: tensor<2x?x8xf32>, %v: tensor<2x?x16xf32>,
         tensor<2x?x16xf64>
   return %y, %y2, %y3 : tensor<2x?x16xf32>, tensor<2x?x16xf32>, tensor<2x?x16xf64>
 }
+
+// The grad of such a gla (gla-tiles' backward, in chunks of 16 wherever
+// the column form's chunks would be taken): the forward's first block
+// loop (K^T V) and the carries; another block loop of the same shape for
+// what each chunk's outputs send back into its entering state ((q P)^T
+// dy); the cotangents of the chunks' states a thread per column; a block
+// loop for dv, S^T dy and then (k P) H a slice of 16 key rows at a time;
+// and a block loop for dq, dk and da: M^T = v dy^T, R^T = E dy^T and W^T =
+// H v^T by tiles (dv = 32: four steps of three products), then a thread
+// per key row walking the chunk's 16 steps in a loop, writing dq, dk and
+// da at each. Numerics: test/Integration/RecurToLoops/gla_grad_tiles.mlir.
+// CHECK-LABEL: func.func @tiles_grad
+// CHECK: arith.ceildivui %{{.*}}, %c16
+// CHECK-COUNT-6: vector.contract
+// CHECK-NEXT: vector.transfer_write {{.*}} : vector<16x16xf32>, tensor<16x32xf32>
+// CHECK: } {recur.gpu_block, recur.parallel}
+// CHECK: } {recur.parallel}
+// CHECK-COUNT-6: vector.contract
+// CHECK-NEXT: vector.transfer_write {{.*}} : vector<16x16xf32>, tensor<16x32xf32>
+// CHECK: } {recur.gpu_block, recur.parallel}
+// CHECK: } {recur.parallel}
+// CHECK-COUNT-6: vector.contract
+// CHECK-NEXT: vector.transfer_write
+// CHECK: vector.transfer_read {{.*}} : tensor<16x32xf32>, vector<16x16xf32>
+// CHECK-COUNT-6: vector.contract
+// CHECK-NEXT: vector.transfer_write
+// CHECK: } {recur.gpu_block, recur.parallel}
+// CHECK-COUNT-12: vector.contract
+// CHECK-NEXT: vector.transfer_write {{.*}} : vector<16x16xf32>, tensor<16x16xf32>
+// CHECK-COUNT-12: vector.contract
+// CHECK-NEXT: arith.addi
+// CHECK-NEXT: vector.transfer_write {{.*}} : vector<16x16xf32>, tensor<16x16xf32>
+// CHECK-COUNT-12: vector.contract
+// CHECK-NEXT: arith.addi
+// CHECK-NEXT: vector.transfer_write {{.*}} : vector<16x16xf32>, tensor<16x16xf32>
+// CHECK: } {recur.block_threads}
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c16{{.*}} step %{{.*}} iter_args(
+// CHECK: tensor.insert {{.*}} : tensor<2x?x16xf32>
+// CHECK: tensor.insert {{.*}} : tensor<2x?x16xf32>
+// CHECK: tensor.insert {{.*}} : tensor<2x?x16xf32>
+// CHECK: } {recur.block_threads}
+// CHECK-NEXT: scf.yield
+// CHECK-NEXT: } {recur.gpu_block, recur.parallel}
+// CHECK-NOT: vector.contract
+// CHECK: return
+func.func @tiles_grad(%q: tensor<2x?x16xf32>, %k: tensor<2x?x16xf32>,
+                      %v: tensor<2x?x32xf32>, %a: tensor<2x?x16xf32>,
+                      %dy: tensor<2x?x32xf32>, %ds: tensor<2x16x32xf32>)
+    -> (tensor<2x?x16xf32>, tensor<2x?x16xf32>, tensor<2x?x32xf32>,
+        tensor<2x?x16xf32>, tensor<2x16x32xf32>) {
+  %dq, %dk, %dv, %da, %di = recur.gated_linear_attention_grad %q, %k, %v, %a, %dy, %ds chunk 64
+      : tensor<2x?x16xf32>, tensor<2x?x16xf32>, tensor<2x?x32xf32>,
+        tensor<2x?x16xf32>, tensor<2x16x32xf32>
+  return %dq, %dk, %dv, %da, %di
+      : tensor<2x?x16xf32>, tensor<2x?x16xf32>, tensor<2x?x32xf32>,
+        tensor<2x?x16xf32>, tensor<2x16x32xf32>
+}
+
+// A grad whose dq, dk and da launch would not fit 48 KiB of shared memory
+// (dk = 80, dv = 64: 51264 bytes) keeps the column form's chunks.
+// CHECK-LABEL: func.func @no_tiles_grad
+// CHECK-NOT: vector.contract
+// CHECK: return
+func.func @no_tiles_grad(%q: tensor<1x?x80xf32>, %v: tensor<1x?x64xf32>,
+                         %ds: tensor<1x80x64xf32>)
+    -> (tensor<1x?x80xf32>, tensor<1x?x64xf32>) {
+  %dq, %dk, %dv, %da, %di = recur.gated_linear_attention_grad %q, %q, %v, %q, %v, %ds chunk 64
+      : tensor<1x?x80xf32>, tensor<1x?x80xf32>, tensor<1x?x64xf32>,
+        tensor<1x?x80xf32>, tensor<1x80x64xf32>
+  return %dq, %dv : tensor<1x?x80xf32>, tensor<1x?x64xf32>
+}
