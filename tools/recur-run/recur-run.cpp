@@ -167,7 +167,10 @@ cl::opt<std::string> saveCase(
              "into this directory, for recur-case to check a kernel compiled "
              "by recurc on a machine without LLVM (docs/cuda.md). With "
              "--gradcheck, run the gradient check on the CPU first and save "
-             "its output cotangents and the gradients it passed"),
+             "its output cotangents and the gradients it passed; without "
+             "--f64 the case is in the layer's own dtypes (f32, say) at "
+             "their tolerance, the check in float64 on values rounded to "
+             "them"),
     cl::value_desc("dir"), cl::cat(runCategory));
 cl::opt<double> tolerance(
     "tolerance",
@@ -278,6 +281,49 @@ struct Run {
   std::vector<int64_t> dimSizes;
   std::mt19937_64 rng;
   std::vector<HostTensor> inputs, params, states;
+  /// The layer's own signature where a saved case is written in its dtypes
+  /// rather than sig's (--save-case with --gradcheck, which compiles in
+  /// float64): every value drawn is rounded through them, so that the
+  /// float64 checks see exactly the values the case holds.
+  const LayerSignature *caseSig = nullptr;
+
+  /// The dtype `t` (an argument or result of sig) is saved in.
+  recur_dtype caseDtype(const TensorSignature &t) const {
+    if (!caseSig)
+      return t.dtype;
+    for (size_t i = 0; i < sig.args.size(); ++i)
+      if (&sig.args[i] == &t)
+        return caseSig->args[i].dtype;
+    for (size_t r = 0; r < sig.results.size(); ++r)
+      if (&sig.results[r] == &t)
+        return caseSig->results[r].dtype;
+    return t.dtype;
+  }
+
+  /// `h`'s values rounded through the dtype it is saved in.
+  void roundForCase(HostTensor &h) const {
+    recur_dtype dtype = caseDtype(*h.sig);
+    if (dtype == h.sig->dtype)
+      return;
+    std::vector<unsigned char> buffer(recur_dtype_size(dtype));
+    std::vector<Complex> rounded(h.values);
+    for (Complex &x : rounded) {
+      storeElement(dtype, buffer.data(), 0, x);
+      x = loadElement(dtype, buffer.data(), 0);
+    }
+    setValues(h, rounded);
+  }
+
+  /// `h`'s bytes in the dtype it is saved in.
+  std::vector<unsigned char> caseBytes(const HostTensor &h) const {
+    recur_dtype dtype = caseDtype(*h.sig);
+    if (dtype == h.sig->dtype)
+      return h.bytes;
+    std::vector<unsigned char> bytes(h.numel() * recur_dtype_size(dtype));
+    for (int64_t i = 0; i < h.numel(); ++i)
+      storeElement(dtype, bytes.data(), i, h.values[i]);
+    return bytes;
+  }
 
   std::vector<int64_t> shapeOf(const TensorSignature &t) const {
     std::vector<int64_t> s;
@@ -338,6 +384,7 @@ struct Run {
       if (t.role == RECUR_ROLE_INPUT) {
         HostTensor h = makeTensor(t, shapeOf(t));
         setValues(h, randomValues(t, h.numel(), scale));
+        roundForCase(h);
         out.push_back(std::move(h));
       }
   }
@@ -347,11 +394,13 @@ struct Run {
       if (t.role == RECUR_ROLE_PARAM) {
         HostTensor h = makeTensor(t, shapeOf(t));
         setValues(h, paramValues(t, h.numel()));
+        roundForCase(h);
         params.push_back(std::move(h));
       } else if (t.role == RECUR_ROLE_STATE) {
         // A state mid-sequence, so the carried values matter.
         HostTensor h = makeTensor(t, shapeOf(t));
         setValues(h, randomValues(t, h.numel(), 0.5));
+        roundForCase(h);
         states.push_back(std::move(h));
       }
     }
@@ -517,11 +566,12 @@ struct GradCase {
 /// Writes the case recur-case checks (docs/cuda.md, "Running on a machine
 /// without LLVM"): `case.txt` naming the layer, the runtime sizes, the
 /// tolerance, the file of every argument (its bytes in the layer's dtype,
-/// row-major) and of every oracle result (complex128), and with --stream the
-/// plans, or for a layer without a time dimension three segments, each
-/// with its inputs and the oracle's results from the one before; with
-/// `grads`, the gradient tolerance, the output cotangents (in the layer's
-/// dtype) and the gradients a gradient check passed (its dtype too).
+/// run.caseDtype, row-major) and of every oracle result (complex128), and
+/// with --stream the plans, or for a layer without a time dimension three
+/// segments, each with its inputs and the oracle's results from the one
+/// before; with `grads`, the gradient tolerance (`tol` too), the output
+/// cotangents (in the layer's dtype) and the gradients a gradient check
+/// passed (its dtype too: a float64 check's rounded to an f32 layer's).
 int saveCaseFiles(Run &run, StringRef dir, double tol,
                   GradCase *grads = nullptr) {
   if (std::error_code ec = sys::fs::create_directories(dir))
@@ -542,7 +592,8 @@ int saveCaseFiles(Run &run, StringRef dir, double tol,
                     : t.role == RECUR_ROLE_PARAM ? run.params[pi++]
                                                  : run.states[si++];
     std::string name = "arg" + std::to_string(i) + ".bin";
-    if (!writeBytes(dir, name, h.bytes.data(), h.bytes.size()))
+    std::vector<unsigned char> bytes = run.caseBytes(h);
+    if (!writeBytes(dir, name, bytes.data(), bytes.size()))
       return EXIT_FAILURE;
     m << "arg " << i << " " << name << "\n";
   }
@@ -571,7 +622,8 @@ int saveCaseFiles(Run &run, StringRef dir, double tol,
       for (auto [j, h] : llvm::enumerate(segIn)) {
         std::string name = "seg" + std::to_string(segment) + "_in" +
                            std::to_string(j) + ".bin";
-        if (!writeBytes(dir, name, h.bytes.data(), h.bytes.size()))
+        std::vector<unsigned char> bytes = run.caseBytes(h);
+        if (!writeBytes(dir, name, bytes.data(), bytes.size()))
           return EXIT_FAILURE;
         m << "segment_input " << segment << " " << j << " " << name << "\n";
       }
@@ -605,7 +657,8 @@ int saveCaseFiles(Run &run, StringRef dir, double tol,
     auto save = [&](StringRef what, std::vector<HostTensor> &tensors) {
       for (auto [i, h] : llvm::enumerate(tensors)) {
         std::string name = (what + Twine(i) + ".bin").str();
-        if (!writeBytes(dir, name, h.bytes.data(), h.bytes.size()))
+        std::vector<unsigned char> bytes = run.caseBytes(h);
+        if (!writeBytes(dir, name, bytes.data(), bytes.size()))
           return false;
         m << what << " " << i << " " << name << "\n";
       }
@@ -923,8 +976,10 @@ double checkGradients(Run &run, double tol, FrozenForward *frozen,
   std::vector<HostTensor> ws = run.makeOutputs();
   for (HostTensor &s : run.states)
     ws.push_back(makeTensor(*s.sig, s.shape));
-  for (HostTensor &w : ws)
+  for (HostTensor &w : ws) {
     setValues(w, run.randomValues(*w.sig, w.numel(), 1.0));
+    run.roundForCase(w);
+  }
 
   // The backward's gradients.
   std::vector<HostTensor> gradIn, gradParams, gradStates;
@@ -1258,17 +1313,49 @@ int main(int argc, char **argv) {
                 " positions: --size " + sig->runtimeDims[sig->timeDim] +
                 " must be a multiple of it");
 
-  bool anyF32 = false, anyHalf = false;
-  for (const TensorSignature &t : sig->results) {
-    anyF32 |= t.dtype == RECUR_F32 || t.dtype == RECUR_C64;
-    anyHalf |= t.dtype == RECUR_F16 || t.dtype == RECUR_BF16;
-  }
   // Unit roundoff 2^-24 (f32), 2^-53 (f64), 2^-8 (bf16) with room for
   // about 2^10 - 2^11 accumulated roundings (long sums and recurrences).
-  double tol = tolerance >= 0 ? tolerance.getValue()
-               : anyHalf      ? 5e-2
-               : anyF32       ? 1e-4
-                              : 1e-9;
+  auto toleranceOf = [&](const LayerSignature &layerSig) {
+    bool anyF32 = false, anyHalf = false;
+    for (const TensorSignature &t : layerSig.results) {
+      anyF32 |= t.dtype == RECUR_F32 || t.dtype == RECUR_C64;
+      anyHalf |= t.dtype == RECUR_F16 || t.dtype == RECUR_BF16;
+    }
+    return tolerance >= 0 ? tolerance.getValue()
+           : anyHalf      ? 5e-2
+           : anyF32       ? 1e-4
+                          : 1e-9;
+  };
+  double tol = toleranceOf(*sig);
+
+  // A gradient case of a layer that is not float64 (--save-case with
+  // --gradcheck, without --f64): checked here in float64 on values rounded
+  // through the layer's own dtypes, and saved in them, so that recur-case
+  // checks the layer's own backward (an f32 one, say) against float64
+  // gradients of exactly its inputs, at its dtype's tolerance.
+  FailureOr<LayerSignature> ownSig = failure();
+  double caseTol = tol;
+  if (!saveCase.empty() && gradcheck && !compileOptions.promoteF64) {
+    recur::frontend::CompileOptions own = options;
+    own.promoteToF64 = false;
+    mlir::OwningOpRef<mlir::ModuleOp> ownIr =
+        recur::frontend::compileSpecFile(inputFile, context, own, ioError);
+    if (!ownIr)
+      return ioError.empty() ? EXIT_FAILURE : fail(ioError);
+    auto ownFunc = ownIr->lookupSymbol<mlir::func::FuncOp>(sig->name);
+    if (!ownFunc)
+      return fail("--save-case: layer '" + sig->name +
+                  "' is missing without --gradcheck's float64");
+    ownSig = mlir::recur::getLayerSignature(ownFunc);
+    if (failed(ownSig))
+      return EXIT_FAILURE;
+    if (ownSig->args.size() != sig->args.size() ||
+        ownSig->results.size() != sig->results.size())
+      return fail("--save-case: layer '" + sig->name +
+                  "' has another signature in float64");
+    run.caseSig = &*ownSig;
+    caseTol = toleranceOf(*ownSig);
+  }
 
   if (!saveCase.empty() && cuda)
     return fail("--save-case saves a case for any target: drop --target");
@@ -1592,7 +1679,7 @@ int main(int argc, char **argv) {
       if (!ok)
         return fail("not saving the case in '" + saveCase +
                     "': its checks failed here");
-      return saveCaseFiles(run, saveCase, tol, &saved);
+      return saveCaseFiles(run, saveCase, caseTol, &saved);
     }
   }
   return ok ? EXIT_SUCCESS : EXIT_FAILURE;
