@@ -138,9 +138,9 @@ CompileOptions::CompileOptions(cl::OptionCategory &category)
                    "chunk) for each chunk's state from zero and for its "
                    "outputs; its backward, where its block buffers fit 48 "
                    "KiB too (dk = dv = 64 do, dk = 80 with dv = 64 not), "
-                   "in the same chunks by tiles, dq, dk and da a thread a "
-                   "key row (default off: not yet run on a GPU; "
-                   "--target=cuda only)"),
+                   "in the same chunks by tiles at any length, dq, dk and "
+                   "da a thread a key row (default off: not yet run on a "
+                   "GPU; --target=cuda only)"),
           cl::cat(category)),
       cudaWindowWarpTiles(
           "cuda-window-warp-tiles",

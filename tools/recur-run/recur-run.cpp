@@ -1328,6 +1328,9 @@ int main(int argc, char **argv) {
   };
   double tol = toleranceOf(*sig);
 
+  if (!saveCase.empty() && cuda)
+    return fail("--save-case saves a case for any target: drop --target");
+
   // A gradient case of a layer that is not float64 (--save-case with
   // --gradcheck, without --f64): checked here in float64 on values rounded
   // through the layer's own dtypes, and saved in them, so that recur-case
@@ -1344,21 +1347,27 @@ int main(int argc, char **argv) {
       return ioError.empty() ? EXIT_FAILURE : fail(ioError);
     auto ownFunc = ownIr->lookupSymbol<mlir::func::FuncOp>(sig->name);
     if (!ownFunc)
-      return fail("--save-case: layer '" + sig->name +
-                  "' is missing without --gradcheck's float64");
+      return fail("--save-case: the spec compiled without float64 has no "
+                  "layer '" +
+                  sig->name + "'");
     ownSig = mlir::recur::getLayerSignature(ownFunc);
     if (failed(ownSig))
       return EXIT_FAILURE;
-    if (ownSig->args.size() != sig->args.size() ||
-        ownSig->results.size() != sig->results.size())
+    auto same = [](const std::vector<TensorSignature> &a,
+                   const std::vector<TensorSignature> &b) {
+      return a.size() == b.size() &&
+             std::equal(a.begin(), a.end(), b.begin(),
+                        [](const TensorSignature &x, const TensorSignature &y) {
+                          return x.role == y.role && x.shape == y.shape;
+                        });
+    };
+    if (!same(ownSig->args, sig->args) || !same(ownSig->results, sig->results))
       return fail("--save-case: layer '" + sig->name +
                   "' has another signature in float64");
     run.caseSig = &*ownSig;
     caseTol = toleranceOf(*ownSig);
   }
 
-  if (!saveCase.empty() && cuda)
-    return fail("--save-case saves a case for any target: drop --target");
   if (!saveCase.empty() && !gradcheck) {
     run.makeParamsAndStates();
     run.makeInputs(run.inputs, inputScale);

@@ -87,8 +87,8 @@ int64_t rowGradBytes(int64_t dk, int64_t dv) {
               2 * kTile * dk + kTile * (dk + 1));
 }
 
-/// What the two launches share: the operands, the sizes and the chunk of
-/// a block.
+/// What the launches of the forward and of the backward share: the
+/// operands, the sizes and the chunk of a block.
 struct TileForm {
   TileForm(OpBuilder &b, Location l, GlaTileOperands ops, ArrayRef<Value> lead,
            Value steps)
@@ -647,15 +647,21 @@ SmallVector<Value> loops::buildGlaTileRowGrads(OpBuilder &rewriter,
                       prod = arith::SelectOp::create(
                           mb, ml, after,
                           arith::MulFOp::create(mb, ml, prod, av[u]), prod);
-                      Value weight = arith::SelectOp::create(
+                      // The terms of u < m left out by selects, not
+                      // multiplied by 0: an inf there stays out of them.
+                      Value weight = arith::MulFOp::create(mb, ml, qv[u], prod);
+                      da = arith::SelectOp::create(
                           mb, ml, active,
-                          arith::MulFOp::create(mb, ml, qv[u], prod), fzero);
-                      da = arith::AddFOp::create(
-                          mb, ml, da,
-                          arith::MulFOp::create(mb, ml, weight, proj[u]));
-                      dkv = arith::AddFOp::create(
-                          mb, ml, dkv,
-                          arith::MulFOp::create(mb, ml, weight, mmu));
+                          arith::AddFOp::create(
+                              mb, ml, da,
+                              arith::MulFOp::create(mb, ml, weight, proj[u])),
+                          da);
+                      dkv = arith::SelectOp::create(
+                          mb, ml, active,
+                          arith::AddFOp::create(
+                              mb, ml, dkv,
+                              arith::MulFOp::create(mb, ml, weight, mmu)),
+                          dkv);
                       // F[u] after the step (for u < m never read again).
                       next[u] = arith::AddFOp::create(
                           mb, ml, arith::MulFOp::create(mb, ml, am, proj[u]),

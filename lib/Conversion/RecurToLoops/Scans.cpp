@@ -3461,8 +3461,8 @@ struct GatedLinearAttentionGradToLoops
   /// registers and a chunk's states of a row in kGlaGradStashMaxBytes.
   bool columnThreads;
   int64_t columnChunk;
-  /// Where the chunks of buildRegisterChunks would be taken, gla-tiles'
-  /// form where it applies instead (buildTiles).
+  /// With columnThreads, gla-tiles' form where it applies (buildTiles),
+  /// before buildRegisterChunks' chunks.
   bool tiles;
 
   /// gla-tiles' form of the backward (GlaTiles.cpp), in its chunks of 16
@@ -3720,18 +3720,24 @@ struct GatedLinearAttentionGradToLoops
     int64_t dvStatic = vType.getShape().back();
     int64_t partBytes = elem.getIntOrFloatBitWidth() <= 32 ? 4 : 8;
     int64_t elemBytes = (complexState ? 2 : 1) * partBytes;
+    SmallVector<Value> inits{dqInit, dkInit, dvInit, daInit, dinitInit};
+    // The GPU's forms: gla-tiles' wherever it applies (whatever the column
+    // form's chunk: it has its own), otherwise the column form's chunks
+    // where the state's rows and columns fit in registers.
+    if (columnThreads && tiles && glaTilesApply(op)) {
+      GlaSizes sizes{lead, steps, dk, dv};
+      rewriter.replaceOp(op,
+                         buildTiles(rewriter, loc, op, sizes, dkStatic, inits));
+      return success();
+    }
     if (columnThreads && columnChunk > 0 && !ShapedType::isDynamic(dkStatic) &&
         !ShapedType::isDynamic(dvStatic) &&
         dkStatic * elemBytes / 4 <= kGlaColumnMaxRegisters &&
         dvStatic * elemBytes / 4 <= kGlaColumnMaxRegisters &&
         columnChunk * dvStatic * elemBytes <= kGlaGradStashMaxBytes) {
       GlaSizes sizes{lead, steps, dk, dv};
-      SmallVector<Value> inits{dqInit, dkInit, dvInit, daInit, dinitInit};
-      rewriter.replaceOp(
-          op, tiles && glaTilesApply(op)
-                  ? buildTiles(rewriter, loc, op, sizes, dkStatic, inits)
-                  : buildRegisterChunks(rewriter, loc, op, sizes, dkStatic,
-                                        dvStatic, inits));
+      rewriter.replaceOp(op, buildRegisterChunks(rewriter, loc, op, sizes,
+                                                 dkStatic, dvStatic, inits));
       return success();
     }
     // affine.apply, which recur-workspace-bound bounds (arith.ceildivui it

@@ -1,4 +1,5 @@
 // RUN: recur-opt %s --convert-recur-to-loops="mark-parallel gla-column-threads gla-column-chunk=64 gla-tiles" | FileCheck %s
+// RUN: recur-opt %s --convert-recur-to-loops="mark-parallel gla-column-threads gla-tiles" | FileCheck %s --check-prefix=NOCHUNK
 
 // gla-tiles (recurc's --cuda-gla-tiles): where the column form would go in
 // chunks (longer than two chunks, now of 16 steps, over fewer than 16384
@@ -82,6 +83,11 @@ func.func @no_tiles(%q: tensor<2x?x8xf32>, %v: tensor<2x?x16xf32>,
 // H v^T by tiles (dv = 32: four steps of three products), then a thread
 // per key row walking the chunk's 16 steps in a loop, writing dq, dk and
 // da at each. Numerics: test/Integration/RecurToLoops/gla_grad_tiles.mlir.
+// The grad takes its tiles whatever the column form's chunk (they are
+// its own), here with none:
+// NOCHUNK-LABEL: func.func @tiles_grad
+// NOCHUNK-COUNT-6: vector.contract
+// NOCHUNK: } {recur.gpu_block, recur.parallel}
 // CHECK-LABEL: func.func @tiles_grad
 // CHECK: arith.ceildivui %{{.*}}, %c16
 // CHECK-COUNT-6: vector.contract
