@@ -99,15 +99,26 @@ struct TileForm {
         chunks(arith::CeilDivUIOp::create(b, l, steps, indexConst(b, l, kTile))
                    .getResult()) {}
 
-  /// The blocks: leading indices times chunks.
-  Value blocks(OpBuilder &b, Location l) const {
-    return blockCount(b, l, lead, chunks);
-  }
-
-  /// Block `f`'s leading indices and chunk (the chunk fastest).
-  std::pair<SmallVector<Value>, Value> decompose(OpBuilder &b, Location l,
-                                                 Value f) const {
-    return blockAt(b, l, f, lead, chunks);
+  /// A loop of blocks, one per (leading index, chunk), the chunk fastest,
+  /// tagged kGpuBlockAttrName, threading `init`: `body` given the block's
+  /// leading indices, its chunk and the chunk's first step.
+  SmallVector<Value> overBlocks(
+      OpBuilder &rewriter, Location loc, ValueRange init,
+      function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange idx,
+                                      Value c, Value begin, ValueRange args)>
+          body) const {
+    SmallVector<Value> results = buildNest(
+        rewriter, loc, ValueRange{blockCount(rewriter, loc, lead, chunks)},
+        init, [&](OpBuilder &b, Location l, ValueRange f, ValueRange args) {
+          std::pair<SmallVector<Value>, Value> block =
+              blockAt(b, l, f[0], lead, chunks);
+          Value begin = arith::MulIOp::create(b, l, block.second,
+                                              indexConst(b, l, kTile));
+          return body(b, l, block.first, block.second, begin, args);
+        });
+    results.front().getDefiningOp()->setAttr(kGpuBlockAttrName,
+                                             rewriter.getUnitAttr());
+    return results;
   }
 
   /// Step `s` of the chunk starting at `begin` (clamped into the sequence),
@@ -319,13 +330,10 @@ static std::pair<Value, Value> chunkProducts(OpBuilder &rewriter, Location loc,
   localSizes.push_back(indexConst(rewriter, loc, dv));
   init.push_back(emptyLike(rewriter, loc, typeOf({dk, dv}), localSizes));
 
-  SmallVector<Value> results = buildNest(
-      rewriter, loc, ValueRange{g.blocks(rewriter, loc)}, init,
-      [&](OpBuilder &b, Location l, ValueRange f, ValueRange args) {
-        std::pair<SmallVector<Value>, Value> block = g.decompose(b, l, f[0]);
-        SmallVector<Value> idx = block.first;
-        Value c = block.second;
-        Value begin = arith::MulIOp::create(b, l, c, indexConst(b, l, kTile));
+  SmallVector<Value> results = g.overBlocks(
+      rewriter, loc, init,
+      [&](OpBuilder &b, Location l, ValueRange idx, Value c, Value begin,
+          ValueRange args) {
         Split xt = splitBuffers(b, l, dk, kTile);
         // Key row i a thread (i = tid + 32 r): x_s[i] D_s[i] (and A_c[i]).
         SmallVector<Value> rowsInit{xt.hi, xt.lo};
@@ -390,8 +398,6 @@ static std::pair<Value, Value> chunkProducts(OpBuilder &rewriter, Location loc,
         out.push_back(local);
         return out;
       });
-  results.front().getDefiningOp()->setAttr(kGpuBlockAttrName,
-                                           rewriter.getUnitAttr());
   if (prefix)
     return {Value(), results[0]};
   return {results[0], results[1]};
@@ -414,13 +420,10 @@ std::pair<Value, Value> loops::buildGlaTileStates(OpBuilder &rewriter,
 static Value chunkOutputs(OpBuilder &rewriter, Location loc, const TileForm &g,
                           bool grad, Value rows, Value states, Value init) {
   int64_t dk = g.dk, dv = g.dv;
-  SmallVector<Value> results = buildNest(
-      rewriter, loc, ValueRange{g.blocks(rewriter, loc)}, ValueRange{init},
-      [&](OpBuilder &b, Location l, ValueRange f, ValueRange args) {
-        std::pair<SmallVector<Value>, Value> block = g.decompose(b, l, f[0]);
-        SmallVector<Value> idx = block.first;
-        Value c = block.second;
-        Value begin = arith::MulIOp::create(b, l, c, indexConst(b, l, kTile));
+  SmallVector<Value> results = g.overBlocks(
+      rewriter, loc, ValueRange{init},
+      [&](OpBuilder &b, Location l, ValueRange idx, Value c, Value begin,
+          ValueRange args) {
         SmallVector<Value> raw = g.loadChunk(b, l, idx, begin);
         Value as = raw[0], ks = raw[1], qs = raw[2];
         // The queries' rows q_t P(b, t), on from the chunk's first step, or
@@ -479,8 +482,6 @@ static Value chunkOutputs(OpBuilder &rewriter, Location loc, const TileForm &g,
             });
         return SmallVector<Value>{out};
       });
-  results.front().getDefiningOp()->setAttr(kGpuBlockAttrName,
-                                           rewriter.getUnitAttr());
   return results.front();
 }
 
@@ -514,13 +515,10 @@ SmallVector<Value> loops::buildGlaTileRowGrads(OpBuilder &rewriter,
                                                Value later, ValueRange inits) {
   TileForm g(rewriter, loc, ops, lead, steps);
   int64_t dk = g.dk, dv = g.dv;
-  SmallVector<Value> results = buildNest(
-      rewriter, loc, ValueRange{g.blocks(rewriter, loc)}, inits,
-      [&](OpBuilder &b, Location l, ValueRange f, ValueRange args) {
-        std::pair<SmallVector<Value>, Value> block = g.decompose(b, l, f[0]);
-        SmallVector<Value> idx = block.first;
-        Value c = block.second;
-        Value begin = arith::MulIOp::create(b, l, c, indexConst(b, l, kTile));
+  SmallVector<Value> results = g.overBlocks(
+      rewriter, loc, inits,
+      [&](OpBuilder &b, Location l, ValueRange idx, Value c, Value begin,
+          ValueRange args) {
         Value zero = indexConst(b, l, 0);
         // The A operands go through one [16, dv] pair of buffers: v, then
         // 16 rows of E_c, then of H_c, and so on.
@@ -696,7 +694,5 @@ SmallVector<Value> loops::buildGlaTileRowGrads(OpBuilder &rewriter,
             /*rolled=*/true);
         return out;
       });
-  results.front().getDefiningOp()->setAttr(kGpuBlockAttrName,
-                                           rewriter.getUnitAttr());
   return results;
 }
