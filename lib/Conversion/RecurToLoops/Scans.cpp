@@ -2942,38 +2942,8 @@ struct GlaRegisterChunks {
   std::pair<Value, Value> enteringStates(OpBuilder &rewriter, Location loc,
                                          Value decays, Value local,
                                          Value finalInit) const {
-    SmallVector<Value> carried = buildNest(
-        rewriter, loc, nestSizes({sizes.dv}),
-        {emptyLike(rewriter, loc, chunkStateType(), chunkStateSizes()),
-         finalInit},
-        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
-          ValueRange lead = ivs.drop_back();
-          Value j = ivs.back();
-          SmallVector<Value> iterInit{args[0]};
-          llvm::append_range(iterInit, column(b, l, init, lead, j));
-          SmallVector<Value> swept = buildLoop(
-              b, l, indexConst(b, l, 0), chunks, iterInit,
-              [&](OpBuilder &cb, Location cl, ValueRange c, ValueRange iter) {
-                ValueRange entering = iter.drop_front();
-                SmallVector<Value> prefix = concatIndices(lead, {c[0]});
-                SmallVector<Value> next{
-                    writeColumn(cb, cl, entering, iter[0], prefix, j)};
-                SmallVector<Value> chunkState =
-                    column(cb, cl, local, prefix, j);
-                for (int64_t i = 0; i < dk; ++i) {
-                  Value decay =
-                      extractAt(cb, cl, decays,
-                                concatIndices(prefix, {indexConst(cb, cl, i)}));
-                  next.push_back(add(cb, cl, mul(cb, cl, decay, entering[i]),
-                                     chunkState[i]));
-                }
-                return next;
-              });
-          return SmallVector<Value>{
-              swept[0], writeColumn(b, l, ArrayRef<Value>(swept).drop_front(),
-                                    args[1], lead, j)};
-        });
-    return {carried[0], carried[1]};
+    return carryChunks(rewriter, loc, decays, local, init, finalInit,
+                       /*reverse=*/false);
   }
 
   /// The cotangents of the states after the chunks, H_c, `[lead...,
@@ -2986,33 +2956,51 @@ struct GlaRegisterChunks {
   std::pair<Value, Value> laterCotangents(OpBuilder &rewriter, Location loc,
                                           Value decays, Value sent,
                                           Value dstate, Value dinitInit) const {
+    return carryChunks(rewriter, loc, decays, sent, dstate, dinitInit,
+                       /*reverse=*/true);
+  }
+
+  /// What enteringStates and laterCotangents share: from `start` (`[lead...,
+  /// dk, dv]`, or 0 without it) a column X through the chunks, in order or
+  /// with `reverse` from the last back, each chunk's X written into the
+  /// first result before X = A_c X + own_c (conj(A_c) with `reverse`), the
+  /// last X into `finalInit`.
+  std::pair<Value, Value> carryChunks(OpBuilder &rewriter, Location loc,
+                                      Value decays, Value own, Value start,
+                                      Value finalInit, bool reverse) const {
     SmallVector<Value> carried = buildNest(
         rewriter, loc, nestSizes({sizes.dv}),
         {emptyLike(rewriter, loc, chunkStateType(), chunkStateSizes()),
-         dinitInit},
+         finalInit},
         [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange args) {
           ValueRange lead = ivs.drop_back();
           Value j = ivs.back();
           Value lastChunk =
-              arith::SubIOp::create(b, l, chunks, indexConst(b, l, 1));
+              reverse ? arith::SubIOp::create(b, l, chunks, indexConst(b, l, 1))
+                            .getResult()
+                      : Value();
           SmallVector<Value> iterInit{args[0]};
-          llvm::append_range(iterInit, column(b, l, dstate, lead, j));
+          llvm::append_range(iterInit, column(b, l, start, lead, j));
           SmallVector<Value> swept = buildLoop(
               b, l, indexConst(b, l, 0), chunks, iterInit,
               [&](OpBuilder &cb, Location cl, ValueRange cc, ValueRange iter) {
-                Value c = arith::SubIOp::create(cb, cl, lastChunk, cc[0]);
+                Value c = reverse
+                              ? arith::SubIOp::create(cb, cl, lastChunk, cc[0])
+                                    .getResult()
+                              : cc[0];
+                ValueRange x = iter.drop_front();
                 SmallVector<Value> prefix = concatIndices(lead, {c});
-                ValueRange later = iter.drop_front();
                 SmallVector<Value> next{
-                    writeColumn(cb, cl, later, iter[0], prefix, j)};
-                SmallVector<Value> own = column(cb, cl, sent, prefix, j);
+                    writeColumn(cb, cl, x, iter[0], prefix, j)};
+                SmallVector<Value> chunkOwn = column(cb, cl, own, prefix, j);
                 for (int64_t i = 0; i < dk; ++i) {
                   Value decay =
                       extractAt(cb, cl, decays,
                                 concatIndices(prefix, {indexConst(cb, cl, i)}));
-                  next.push_back(add(cb, cl,
-                                     mul(cb, cl, conj(cb, cl, decay), later[i]),
-                                     own[i]));
+                  if (reverse)
+                    decay = conj(cb, cl, decay);
+                  next.push_back(
+                      add(cb, cl, mul(cb, cl, decay, x[i]), chunkOwn[i]));
                 }
                 return next;
               });
