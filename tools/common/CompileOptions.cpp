@@ -151,8 +151,11 @@ CompileOptions::CompileOptions(cl::OptionCategory &category)
                    "two tf32 halves, three products, for about f32's "
                    "accuracy): a block of one warp per tile of 16 queries "
                    "walks the 16-row tiles of their keys, Q K^T and P V by "
-                   "tiles and the online softmax a thread a query row; the "
-                   "backward keeps its forms (default off: not yet run on a "
+                   "tiles and the online softmax a thread a query row; its "
+                   "backward too where both of its launches' block buffers "
+                   "fit (d = dv = 64 do): a block per tile of 16 queries for "
+                   "dq and the softmax's statistics, a block per tile of 16 "
+                   "key rows for dk and dv (default off: not yet run on a "
                    "GPU; --target=cuda only)"),
           cl::cat(category)),
       cudaSplitReductions(

@@ -45,6 +45,7 @@
 #include <array>
 #include <functional>
 #include <limits>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::recur;
@@ -855,6 +856,131 @@ struct WindowAttentionOnePassToLoops : OpRewritePattern<WindowAttentionOp> {
   }
 };
 
+/// `buf` ([16, 16]) = A B for A ([16, depth], split) and B ([depth, 16],
+/// split) by the warp's tiles.
+Value squareProduct(OpBuilder &b, Location l, tiles::Split a, tiles::Split bm,
+                    int64_t depth, Value buf) {
+  using namespace tiles;
+  return overTiles(
+      b, l, kTile, kTile, buf,
+      [&](OpBuilder &tb, Location tl, Value row, Value col, Value into) {
+        Value zero = indexConst(tb, tl, 0);
+        return writeTile(tb, tl,
+                         multiplyTiles(tb, tl, a, row, zero, bm, zero, col,
+                                       depth, zeroTile(tb, tl)),
+                         into, row, col);
+      });
+}
+
+/// The channels (d, dv) of a window attention (or its grad) that its tile
+/// forms take: q and v f32, d and dv static multiples of 16.
+template <typename OpT>
+std::optional<std::pair<int64_t, int64_t>> tileChannels(OpT op) {
+  auto qType = cast<RankedTensorType>(op.getQ().getType());
+  auto vType = cast<RankedTensorType>(op.getV().getType());
+  int64_t d = qType.getShape().back(), dv = vType.getShape().back();
+  if (!qType.getElementType().isF32() || !vType.getElementType().isF32() ||
+      ShapedType::isDynamic(d) || ShapedType::isDynamic(dv) ||
+      d % tiles::kTile != 0 || dv % tiles::kTile != 0 || d == 0 || dv == 0)
+    return std::nullopt;
+  return std::make_pair(d, dv);
+}
+
+/// What window attention's tile forms (window-warp-tiles: the forward,
+/// WindowAttentionWarpTilesToLoops, and the grad,
+/// WindowAttentionGradWarpTilesToLoops) share: the band (OnePassWindow),
+/// the key rows and the queries that a tile of 16 meets, and the logits of
+/// a tile's pairs.
+template <typename OpT> struct WindowTileBand {
+  WindowTileBand(OpBuilder &b, Location l, OpT op) : op(op), w(b, l, op) {}
+
+  /// The key rows query position `p` sees, [begin, end) (windowKeyRange).
+  std::pair<Value, Value> keyRange(OpBuilder &b, Location l, Value p) const {
+    return windowKeyRange(b, l, p, w.cacheLen, w.window, w.block,
+                          w.includeSelf);
+  }
+
+  /// Rows [from, to) and their tiles of 16 (none when to <= from).
+  struct Span {
+    Value from, to, tiles;
+  };
+  static Span span(OpBuilder &b, Location l, Value from, Value to) {
+    Value n = arith::MaxSIOp::create(
+        b, l, arith::SubIOp::create(b, l, to, from), indexConst(b, l, 0));
+    return {
+        from, to,
+        arith::CeilDivUIOp::create(b, l, n, indexConst(b, l, tiles::kTile))};
+  }
+
+  /// The key rows the queries at positions p0 to p0 + 15 see: the union of
+  /// their ranges (positions past the last step as the last).
+  Span keySpan(OpBuilder &b, Location l, Value p0) const {
+    Value from = keyRange(b, l, p0).first;
+    Value lastStep = arith::SubIOp::create(b, l, w.steps, indexConst(b, l, 1));
+    Value pLast = arith::MinUIOp::create(
+        b, l,
+        arith::AddIOp::create(b, l, p0, indexConst(b, l, tiles::kTile - 1)),
+        lastStep);
+    Value to =
+        arith::MinSIOp::create(b, l, keyRange(b, l, pLast).second, w.keyRows);
+    return span(b, l, from, to);
+  }
+
+  /// The queries that see the key rows r0 to r0 + 15: the union of their
+  /// ranges (OnePassWindow::queryRange; rows past the last as the last).
+  Span querySpan(OpBuilder &b, Location l, Value r0) const {
+    Value rLast = arith::MinSIOp::create(
+        b, l,
+        arith::AddIOp::create(b, l, r0, indexConst(b, l, tiles::kTile - 1)),
+        arith::SubIOp::create(b, l, w.keyRows, indexConst(b, l, 1)));
+    return span(b, l, w.queryRange(b, l, r0).first,
+                w.queryRange(b, l, rLast).second);
+  }
+
+  /// Key row `s` of a tile starting at `r0`: (the row clamped below the key
+  /// rows' end, the row, whether it is below `to`).
+  std::tuple<Value, Value, Value> keyRow(OpBuilder &b, Location l, Value r0,
+                                         Value s, Value to) const {
+    Value r = arith::AddIOp::create(b, l, r0, s);
+    Value inside =
+        arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, r, to);
+    Value last = arith::SubIOp::create(b, l, w.keyRows, indexConst(b, l, 1));
+    return {arith::MinSIOp::create(b, l, r, last).getResult(), r, inside};
+  }
+
+  /// The logit of query position `p` (its key range [begin, end), from
+  /// keyRange) and key row `r` (unclamped) from their product `dot` = q .
+  /// k: scale dot + the bias, -inf where the query does not see the key
+  /// (outside its range, or `real` false); and whether it sees it. The
+  /// bias of a key it does not see (dropped) is taken at delta max(p - p',
+  /// 0), so that no T5 bucket is taken for a negative distance.
+  std::pair<Value, Value> logit(OpBuilder &b, Location l, ValueRange idx,
+                                Value p, Value begin, Value end, Value r,
+                                Value real, Value dot) const {
+    Value visible = arith::AndIOp::create(
+        b, l, real,
+        arith::AndIOp::create(
+            b, l,
+            arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, r, begin),
+            arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, r, end)));
+    Value x = arith::MulFOp::create(b, l, w.scale, dot);
+    if (op.getBiasKind() != BiasKind::None) {
+      Value self = arith::AddIOp::create(b, l, p, w.cacheLen);
+      Value rb = arith::MinSIOp::create(b, l, r, self);
+      x = arith::AddFOp::create(b, l, x,
+                                windowBias(b, l, op, idx, p, w.cacheLen, rb));
+    }
+    x = arith::SelectOp::create(
+        b, l, visible, x,
+        floatConst(b, l, w.elem, -std::numeric_limits<double>::infinity()));
+    return {x, visible};
+  }
+
+  // Mutable: the ops' accessors (getBiasKind) are not const.
+  mutable OpT op;
+  OnePassWindow w;
+};
+
 /// recur.window_attention by a warp's matrix tiles (the GPU's form with
 /// `window-warp-tiles`, recurc's --cuda-window-warp-tiles; flash
 /// attention's order): f32, d and dv static multiples of 16, the block
@@ -886,16 +1012,16 @@ struct WindowAttentionWarpTilesToLoops : OpRewritePattern<WindowAttentionOp> {
   LogicalResult matchAndRewrite(WindowAttentionOp op,
                                 PatternRewriter &rewriter) const override {
     using namespace tiles;
-    auto qType = cast<RankedTensorType>(op.getQ().getType());
-    auto vType = cast<RankedTensorType>(op.getV().getType());
-    int64_t d = qType.getShape().back(), dv = vType.getShape().back();
-    if (!qType.getElementType().isF32() || ShapedType::isDynamic(d) ||
-        ShapedType::isDynamic(dv) || d % kTile != 0 || dv % kTile != 0 ||
-        d == 0 || dv == 0 || sharedBytes(d, dv) > kSharedBytes)
+    auto channels = tileChannels(op);
+    if (!channels ||
+        sharedBytes(channels->first, channels->second) > kSharedBytes)
       return rewriter.notifyMatchFailure(
           op, "not f32 with static channels, multiples of 16 that fit");
+    int64_t d = channels->first, dv = channels->second;
+    auto qType = cast<RankedTensorType>(op.getQ().getType());
     Location loc = op.getLoc();
-    OnePassWindow w(rewriter, loc, op);
+    WindowTileBand<WindowAttentionOp> band(rewriter, loc, op);
+    const OnePassWindow &w = band.w;
     Type f32 = w.elem;
     int64_t rank = qType.getRank();
     ArrayRef<Value> lead = ArrayRef<Value>(w.qSizes).take_front(rank - 2);
@@ -904,11 +1030,6 @@ struct WindowAttentionWarpTilesToLoops : OpRewritePattern<WindowAttentionOp> {
     Value blocks = blockCount(rewriter, loc, lead, queryTiles);
     Value out = emptyLike(rewriter, loc, cast<RankedTensorType>(op.getType()),
                           w.vSizes);
-    int64_t window = w.window, block = w.block;
-    bool includeSelf = w.includeSelf;
-    auto keyRange = [&](OpBuilder &b, Location l, Value p) {
-      return windowKeyRange(b, l, p, w.cacheLen, window, block, includeSelf);
-    };
 
     SmallVector<Value> results = buildNest(
         rewriter, loc, ValueRange{blocks}, ValueRange{out},
@@ -919,8 +1040,6 @@ struct WindowAttentionWarpTilesToLoops : OpRewritePattern<WindowAttentionOp> {
           SmallVector<Value> idx = at.first;
           Value p0 =
               arith::MulIOp::create(b, l, at.second, indexConst(b, l, kTile));
-          Value lastStep =
-              arith::SubIOp::create(b, l, w.steps, indexConst(b, l, 1));
           // Query row t: position p0 + t (clamped into the sequence), and
           // whether it is in it.
           auto position = [&](OpBuilder &pb, Location pl, Value t) {
@@ -936,17 +1055,8 @@ struct WindowAttentionWarpTilesToLoops : OpRewritePattern<WindowAttentionOp> {
                                                          zeroOf(eb, el, f32))
                               .getResult();
                         });
-          // The key rows of the tile's queries: [from, to).
-          Value from = keyRange(b, l, p0).first;
-          Value pLast = arith::MinUIOp::create(
-              b, l,
-              arith::AddIOp::create(b, l, p0, indexConst(b, l, kTile - 1)),
-              lastStep);
-          Value to = arith::MinSIOp::create(b, l, keyRange(b, l, pLast).second,
-                                            w.keyRows);
-          Value span = arith::MaxSIOp::create(
-              b, l, arith::SubIOp::create(b, l, to, from), indexConst(b, l, 0));
-          Value keyTiles = arith::CeilDivUIOp::create(b, l, span, tile);
+          // The key rows of the tile's queries.
+          auto span = band.keySpan(b, l, p0);
 
           // The running largest logits, sums of weights and sums of
           // weighted values, from -inf, 0 and 0.
@@ -990,22 +1100,15 @@ struct WindowAttentionWarpTilesToLoops : OpRewritePattern<WindowAttentionOp> {
                                   kt.lo,      vs.hi,      vs.lo,      ps.hi,
                                   ps.lo,      scores};
           SmallVector<Value> walked = buildLoop(
-              b, l, indexConst(b, l, 0), keyTiles, init,
+              b, l, indexConst(b, l, 0), span.tiles, init,
               [&](OpBuilder &jb, Location jl, ValueRange j, ValueRange it) {
                 Value r0 = arith::AddIOp::create(
-                    jb, jl, from,
+                    jb, jl, span.from,
                     arith::MulIOp::create(jb, jl, j[0],
                                           indexConst(jb, jl, kTile)));
                 // Key row s of the tile (clamped), and whether it is one.
                 auto keyRow = [&](OpBuilder &kb, Location kl, Value s) {
-                  Value r = arith::AddIOp::create(kb, kl, r0, s);
-                  Value inside = arith::CmpIOp::create(
-                      kb, kl, arith::CmpIPredicate::slt, r, to);
-                  Value last = arith::SubIOp::create(kb, kl, w.keyRows,
-                                                     indexConst(kb, kl, 1));
-                  return std::make_tuple(
-                      arith::MinSIOp::create(kb, kl, r, last).getResult(), r,
-                      inside);
+                  return band.keyRow(kb, kl, r0, s, span.to);
                 };
                 auto rowElement = [&](Value rows) {
                   return [&, rows](OpBuilder &eb, Location el, Value s,
@@ -1023,17 +1126,7 @@ struct WindowAttentionWarpTilesToLoops : OpRewritePattern<WindowAttentionOp> {
                                        /*transposed=*/true);
                 Split values = loadSplit(jb, jl, {it[5], it[6]}, kTile, dv,
                                          rowElement(w.values));
-                Value s = overTiles(jb, jl, kTile, kTile, it[9],
-                                    [&](OpBuilder &tb, Location tl, Value row,
-                                        Value col, Value buf) {
-                                      Value zero = indexConst(tb, tl, 0);
-                                      return writeTile(
-                                          tb, tl,
-                                          multiplyTiles(tb, tl, qs, row, zero,
-                                                        keys, zero, col, d,
-                                                        zeroTile(tb, tl)),
-                                          buf, row, col);
-                                    });
+                Value s = squareProduct(jb, jl, qs, keys, d, it[9]);
                 // A thread a query row: the online softmax's step over the
                 // tile's keys.
                 SmallVector<Value> soft = threadLoop(
@@ -1043,38 +1136,17 @@ struct WindowAttentionWarpTilesToLoops : OpRewritePattern<WindowAttentionOp> {
                         ValueRange bufs) {
                       auto [p, inside] = position(tb, tl, t[0]);
                       (void)inside;
-                      auto [begin, end] = keyRange(tb, tl, p);
+                      auto [begin, end] = band.keyRange(tb, tl, p);
                       SmallVector<Value> logits, seen;
                       Value tileMax = minusInfOf(tb, tl, f32);
                       for (int64_t e = 0; e < kTile; ++e) {
                         Value sIdx = indexConst(tb, tl, e);
                         auto [r, unclamped, real] = keyRow(tb, tl, sIdx);
                         (void)r;
-                        Value visible = arith::AndIOp::create(
-                            tb, tl, real,
-                            arith::AndIOp::create(
-                                tb, tl,
-                                arith::CmpIOp::create(tb, tl,
-                                                      arith::CmpIPredicate::sge,
-                                                      unclamped, begin),
-                                arith::CmpIOp::create(tb, tl,
-                                                      arith::CmpIPredicate::slt,
-                                                      unclamped, end)));
-                        Value x = arith::MulFOp::create(
-                            tb, tl, w.scale,
-                            extractAt(tb, tl, s, {t[0], sIdx}));
-                        if (op.getBiasKind() != BiasKind::None) {
-                          // delta >= 0 for the keys it does not see too.
-                          Value self =
-                              arith::AddIOp::create(tb, tl, p, w.cacheLen);
-                          Value rb =
-                              arith::MinSIOp::create(tb, tl, unclamped, self);
-                          x = arith::AddFOp::create(
-                              tb, tl, x,
-                              windowBias(tb, tl, op, idx, p, w.cacheLen, rb));
-                        }
-                        x = arith::SelectOp::create(tb, tl, visible, x,
-                                                    minusInfOf(tb, tl, f32));
+                        Value x =
+                            band.logit(tb, tl, idx, p, begin, end, unclamped,
+                                       real, extractAt(tb, tl, s, {t[0], sIdx}))
+                                .first;
                         logits.push_back(x);
                         tileMax = arith::MaximumFOp::create(tb, tl, tileMax, x);
                       }
@@ -1534,6 +1606,675 @@ struct WindowAttentionGradOnePassToLoops
               })[0];
           return SmallVector<Value>{insertAt(b, l, sum, args[0], ivs)};
         })[0];
+  }
+};
+
+/// recur.window_attention_grad by a warp's matrix tiles (the GPU's form
+/// with `window-warp-tiles`, recurc's --cuda-window-warp-tiles; flash
+/// attention's backward in two launches, each cotangent summed in one
+/// block, rather than one launch summing dq by atomics): f32, d and dv
+/// static multiples of 16, each launch's block buffers within 48 KiB. With
+/// S the logits (scale Q K^T + bias, -inf where a query does not see a
+/// key), P = softmax(S) a query row at a time, dP = dY V^T, D = rowsum(P o
+/// dP) and dS = P o (dP - D):
+///  1. a block of one warp per (leading index, tile of 16 queries) walks
+///     the tiles of 16 key rows its queries see (WindowTileBand::keySpan)
+///     twice. First, S and dP by tiles (the keys and values loaded
+///     transposed), then a thread a query row the online softmax's
+///     largest logit m, sum of weights l and D (rescaled as l is). Then S
+///     and dP again, a thread a query row P = exp(S - m) / l and scale dS,
+///     written transposed (key rows by query columns) and split, and dq^T
+///     += K^T dS^T by tiles. It writes dq, each query's m, 1 / l and D
+///     (m and 1 / l 0 where no key counted), and its part of the bias's
+///     cotangent: dS summed into its own row of a block buffer by bucket
+///     (T5) or times -delta (ALiBi), then written to a per-query partial.
+///  2. a block of one warp per (leading index, tile of 16 key rows, the
+///     cache's first) walks the tiles of the queries that see its keys
+///     (WindowTileBand::querySpan): S and dP by tiles, P and scale dS an
+///     element a thread from 1's statistics, both written transposed and
+///     split, then dv += P^T dY and dk += dS^T Q by tiles; its rows
+///     written to dk and dv (or to the caches').
+/// The per-query partial of the bias's cotangent is summed as the one-pass
+/// form's (WindowAttentionGradOnePassToLoops::reduceBiasGrad). Sums are
+/// reassociated against the other forms, and the products are the tf32
+/// halves' (3xTF32), so results agree with them to rounding. Anything else
+/// is left to the other patterns.
+struct WindowAttentionGradWarpTilesToLoops
+    : OpRewritePattern<WindowAttentionGradOp> {
+  explicit WindowAttentionGradWarpTilesToLoops(MLIRContext *context)
+      : OpRewritePattern(context, /*benefit=*/3) {}
+
+  /// The block buffers' bytes (f32) of launch 1 for channels d and dv and
+  /// `biasColumns` columns of the bias's cotangent (T5's buckets, 1 for
+  /// ALiBi, 0 without a bias), and of launch 2.
+  static int64_t queryBytes(int64_t d, int64_t dv, int64_t biasColumns) {
+    using namespace tiles;
+    return 4 * (4 * kTile * d + 4 * kTile * dv + 4 * kTile * kTile + kTile * d +
+                3 * kTile + kTile * biasColumns);
+  }
+  static int64_t keyBytes(int64_t d, int64_t dv) {
+    using namespace tiles;
+    return 4 * (5 * kTile * d + 5 * kTile * dv + 6 * kTile * kTile + 3 * kTile);
+  }
+
+  /// `into` holding the split rows of `tensor` (`[lead..., rows, width]`,
+  /// at `idx`) that `at(s)` gives for row s of a tile (the row, clamped,
+  /// and whether it is one: 0 where not); with `transposed`, `[width,
+  /// 16]`.
+  static tiles::Split loadRows(
+      OpBuilder &b, Location l, tiles::Split into, int64_t width, Value tensor,
+      ValueRange idx,
+      function_ref<std::pair<Value, Value>(OpBuilder &, Location, Value)> at,
+      bool transposed = false) {
+    return tiles::loadSplit(
+        b, l, into, tiles::kTile, width,
+        [&](OpBuilder &eb, Location el, Value s, Value c) -> Value {
+          auto [r, inside] = at(eb, el, s);
+          Value x = extractAt(eb, el, tensor, concatIndices(idx, {r, c}));
+          return arith::SelectOp::create(eb, el, inside, x,
+                                         zeroOf(eb, el, eb.getF32Type()));
+        },
+        transposed);
+  }
+
+  /// A [rows, cols] block buffer of zeros (rows * cols a multiple of 32).
+  static Value zeroBuffer(OpBuilder &b, Location l, int64_t rows,
+                          int64_t cols) {
+    using namespace tiles;
+    return threadLoop(b, l, kWarp, ValueRange{blockBuffer(b, l, rows, cols)},
+                      [&](OpBuilder &tb, Location tl, ValueRange tid,
+                          ValueRange bufs) {
+                        return overElements(
+                            tb, tl, tid[0], rows, cols, bufs,
+                            [&](OpBuilder &eb, Location el, Value r, Value c,
+                                ValueRange acc) {
+                              return SmallVector<Value>{insertAt(
+                                  eb, el, zeroOf(eb, el, eb.getF32Type()),
+                                  acc[0], {r, c})};
+                            });
+                      })
+        .front();
+  }
+
+  /// `acc` ([rows, 16 x n]) + A B by tiles, A = `a` ([rows, 16], split), B
+  /// = `bm` ([16, cols], split).
+  static Value accumulate(OpBuilder &b, Location l, tiles::Split a,
+                          tiles::Split bm, int64_t rows, int64_t cols,
+                          Value acc) {
+    using namespace tiles;
+    return overTiles(
+        b, l, rows, cols, acc,
+        [&](OpBuilder &tb, Location tl, Value row, Value col, Value buf) {
+          Value zero = indexConst(tb, tl, 0);
+          return writeTile(tb, tl,
+                           multiplyTiles(tb, tl, a, row, zero, bm, zero, col,
+                                         kTile,
+                                         readTile(tb, tl, buf, row, col)),
+                           buf, row, col);
+        });
+  }
+
+  LogicalResult matchAndRewrite(WindowAttentionGradOp op,
+                                PatternRewriter &rewriter) const override {
+    using namespace tiles;
+    auto channels = tileChannels(op);
+    BiasKind biasKind = op.getBiasKind();
+    int64_t buckets = op.getNumBuckets() ? op.getNumBucketsAttr().getInt() : 32;
+    int64_t maxDistance =
+        op.getMaxDistance() ? op.getMaxDistanceAttr().getInt() : 128;
+    int64_t biasColumns = biasKind == BiasKind::T5      ? buckets
+                          : biasKind == BiasKind::Alibi ? 1
+                                                        : 0;
+    if (!channels ||
+        queryBytes(channels->first, channels->second, biasColumns) >
+            kSharedBytes ||
+        keyBytes(channels->first, channels->second) > kSharedBytes)
+      return rewriter.notifyMatchFailure(
+          op, "not f32 with static channels, multiples of 16 that fit");
+    int64_t d = channels->first, dv = channels->second;
+    auto qType = cast<RankedTensorType>(op.getQ().getType());
+    Location loc = op.getLoc();
+    WindowTileBand<WindowAttentionGradOp> band(rewriter, loc, op);
+    const OnePassWindow &w = band.w;
+    Type f32 = w.elem;
+    int64_t rank = qType.getRank();
+    ArrayRef<Value> lead = ArrayRef<Value>(w.qSizes).take_front(rank - 2);
+    SmallVector<Value> querySizes(ArrayRef<Value>(w.qSizes).drop_back());
+    auto statsType = RankedTensorType::get(qType.getShape().drop_back(), f32);
+    Value tile = indexConst(rewriter, loc, kTile);
+    Value minusInf = floatConst(rewriter, loc, f32,
+                                -std::numeric_limits<double>::infinity());
+    // The bias's cotangent per query: [lead..., T, buckets] (T5) or
+    // [lead..., T] (ALiBi).
+    SmallVector<Value> partialSizes(querySizes);
+    SmallVector<int64_t> partialShape(qType.getShape().drop_back());
+    if (biasKind == BiasKind::T5) {
+      partialSizes.push_back(indexConst(rewriter, loc, buckets));
+      partialShape.push_back(buckets);
+    }
+    auto partialType = RankedTensorType::get(partialShape, f32);
+
+    // 1. A block per (leading index, tile of 16 queries): dq, the
+    // statistics and the bias's partial.
+    Value queryTiles = arith::CeilDivUIOp::create(rewriter, loc, w.steps, tile);
+    SmallVector<Value> queryInit{
+        emptyLike(rewriter, loc, qType, w.qSizes),
+        emptyLike(rewriter, loc, statsType, querySizes),
+        emptyLike(rewriter, loc, statsType, querySizes),
+        emptyLike(rewriter, loc, statsType, querySizes)};
+    if (biasKind != BiasKind::None)
+      queryInit.push_back(emptyLike(rewriter, loc, partialType, partialSizes));
+    SmallVector<Value> perQuery = buildNest(
+        rewriter, loc, ValueRange{blockCount(rewriter, loc, lead, queryTiles)},
+        queryInit,
+        [&](OpBuilder &b, Location l, ValueRange f, ValueRange args) {
+          std::pair<SmallVector<Value>, Value> at =
+              blockAt(b, l, f[0], lead, queryTiles);
+          SmallVector<Value> idx = at.first;
+          Value p0 = arith::MulIOp::create(b, l, at.second, tile);
+          auto position = [&](OpBuilder &pb, Location pl, Value t) {
+            return rowIn(pb, pl, p0, t, w.steps);
+          };
+          Split qs = loadRows(b, l, splitBuffers(b, l, kTile, d), d, op.getQ(),
+                              idx, position);
+          Split dys = loadRows(b, l, splitBuffers(b, l, kTile, dv), dv,
+                               op.getDy(), idx, position);
+          auto span = band.keySpan(b, l, p0);
+          // The key tile from row r0 (`bufs`: the keys' and the values'
+          // split halves, transposed, then S and dP): loaded, then S = Q
+          // K^T and dP = dY V^T.
+          auto keyTile = [&](OpBuilder &jb, Location jl, Value r0,
+                             ValueRange bufs) {
+            auto keyAt = [&](OpBuilder &eb, Location el, Value s) {
+              auto [r, unclamped, inside] = band.keyRow(eb, el, r0, s, span.to);
+              (void)unclamped;
+              return std::make_pair(r, inside);
+            };
+            Split kt = loadRows(jb, jl, {bufs[0], bufs[1]}, d, w.keys, idx,
+                                keyAt, /*transposed=*/true);
+            Split vt = loadRows(jb, jl, {bufs[2], bufs[3]}, dv, w.values, idx,
+                                keyAt, /*transposed=*/true);
+            return SmallVector<Value>{
+                kt.hi,
+                kt.lo,
+                vt.hi,
+                vt.lo,
+                squareProduct(jb, jl, qs, kt, d, bufs[4]),
+                squareProduct(jb, jl, dys, vt, dv, bufs[5])};
+          };
+          // Query row t's logits of the key tile from r0 (S in `s`), and
+          // whether it sees each key.
+          auto rowLogits = [&](OpBuilder &tb, Location tl, Value t, Value r0,
+                               Value s) {
+            auto [p, inside] = position(tb, tl, t);
+            (void)inside;
+            auto [begin, end] = band.keyRange(tb, tl, p);
+            SmallVector<std::pair<Value, Value>> logits;
+            for (int64_t e = 0; e < kTile; ++e) {
+              Value eIdx = indexConst(tb, tl, e);
+              auto [r, unclamped, real] =
+                  band.keyRow(tb, tl, r0, eIdx, span.to);
+              (void)r;
+              logits.push_back(band.logit(tb, tl, idx, p, begin, end, unclamped,
+                                          real,
+                                          extractAt(tb, tl, s, {t, eIdx})));
+            }
+            return logits;
+          };
+          auto tileStart = [&](OpBuilder &jb, Location jl, Value j) -> Value {
+            return arith::AddIOp::create(
+                jb, jl, span.from, arith::MulIOp::create(jb, jl, j, tile));
+          };
+
+          // Pass 1: m, l and D from -inf, 0 and 0.
+          auto rowType = RankedTensorType::get({kTile}, f32);
+          SmallVector<Value> started = threadLoop(
+              b, l, kTile,
+              ValueRange{privateScratch(b, l, rowType, {}),
+                         privateScratch(b, l, rowType, {}),
+                         privateScratch(b, l, rowType, {})},
+              [&](OpBuilder &tb, Location tl, ValueRange t, ValueRange bufs) {
+                Value zero = zeroOf(tb, tl, f32);
+                return SmallVector<Value>{
+                    insertAt(tb, tl, minusInf, bufs[0], {t[0]}),
+                    insertAt(tb, tl, zero, bufs[1], {t[0]}),
+                    insertAt(tb, tl, zero, bufs[2], {t[0]})};
+              });
+          Split kt = splitBuffers(b, l, d, kTile);
+          Split vt = splitBuffers(b, l, dv, kTile);
+          SmallVector<Value> tileBufs{kt.hi,
+                                      kt.lo,
+                                      vt.hi,
+                                      vt.lo,
+                                      blockBuffer(b, l, kTile, kTile),
+                                      blockBuffer(b, l, kTile, kTile)};
+          SmallVector<Value> firstInit(started);
+          llvm::append_range(firstInit, tileBufs);
+          SmallVector<Value> first = buildLoop(
+              b, l, indexConst(b, l, 0), span.tiles, firstInit,
+              [&](OpBuilder &jb, Location jl, ValueRange j, ValueRange it) {
+                Value r0 = tileStart(jb, jl, j[0]);
+                SmallVector<Value> tileOut =
+                    keyTile(jb, jl, r0, it.drop_front(3));
+                Value s = tileOut[4], dp = tileOut[5];
+                SmallVector<Value> rows = threadLoop(
+                    jb, jl, kTile, it.take_front(3),
+                    [&](OpBuilder &tb, Location tl, ValueRange t,
+                        ValueRange bufs) {
+                      auto logits = rowLogits(tb, tl, t[0], r0, s);
+                      Value tileMax = minusInf;
+                      for (auto &x : logits)
+                        tileMax =
+                            arith::MaximumFOp::create(tb, tl, tileMax, x.first);
+                      Value mOld = extractAt(tb, tl, bufs[0], {t[0]});
+                      Value mNew =
+                          arith::MaximumFOp::create(tb, tl, mOld, tileMax);
+                      // Nothing seen yet, or now: the sums stay as they are.
+                      Value none = arith::CmpFOp::create(
+                          tb, tl, arith::CmpFPredicate::OEQ, mNew, minusInf);
+                      Value rescale = arith::SelectOp::create(
+                          tb, tl, none, floatConst(tb, tl, f32, 1.0),
+                          math::ExpOp::create(
+                              tb, tl,
+                              arith::SubFOp::create(tb, tl, mOld, mNew)));
+                      Value lNew = arith::MulFOp::create(
+                          tb, tl, extractAt(tb, tl, bufs[1], {t[0]}), rescale);
+                      Value dNew = arith::MulFOp::create(
+                          tb, tl, extractAt(tb, tl, bufs[2], {t[0]}), rescale);
+                      for (int64_t e = 0; e < kTile; ++e) {
+                        Value weight = arith::SelectOp::create(
+                            tb, tl, none, zeroOf(tb, tl, f32),
+                            math::ExpOp::create(
+                                tb, tl,
+                                arith::SubFOp::create(tb, tl, logits[e].first,
+                                                      mNew)));
+                        lNew = arith::AddFOp::create(tb, tl, lNew, weight);
+                        dNew = arith::AddFOp::create(
+                            tb, tl, dNew,
+                            arith::MulFOp::create(
+                                tb, tl, weight,
+                                extractAt(tb, tl, dp,
+                                          {t[0], indexConst(tb, tl, e)})));
+                      }
+                      return SmallVector<Value>{
+                          insertAt(tb, tl, mNew, bufs[0], {t[0]}),
+                          insertAt(tb, tl, lNew, bufs[1], {t[0]}),
+                          insertAt(tb, tl, dNew, bufs[2], {t[0]})};
+                    });
+                llvm::append_range(rows, tileOut);
+                return rows;
+              });
+          // The statistics in place: m (0 where no key counted, so that
+          // exp(s - m) / l is 0 there, not NaN), 1 / l (0 then) and D.
+          SmallVector<Value> stats = threadLoop(
+              b, l, kTile, ArrayRef<Value>(first).take_front(3),
+              [&](OpBuilder &tb, Location tl, ValueRange t, ValueRange bufs) {
+                Value zero = zeroOf(tb, tl, f32);
+                Value sum = extractAt(tb, tl, bufs[1], {t[0]});
+                Value seen = arith::CmpFOp::create(
+                    tb, tl, arith::CmpFPredicate::OGT, sum, zero);
+                Value m = arith::SelectOp::create(
+                    tb, tl, seen, extractAt(tb, tl, bufs[0], {t[0]}), zero);
+                Value invL = arith::SelectOp::create(
+                    tb, tl, seen,
+                    arith::DivFOp::create(tb, tl, floatConst(tb, tl, f32, 1.0),
+                                          sum),
+                    zero);
+                Value dSum = arith::MulFOp::create(
+                    tb, tl, extractAt(tb, tl, bufs[2], {t[0]}), invL);
+                return SmallVector<Value>{
+                    insertAt(tb, tl, m, bufs[0], {t[0]}),
+                    insertAt(tb, tl, invL, bufs[1], {t[0]}),
+                    insertAt(tb, tl, dSum, bufs[2], {t[0]})};
+              });
+
+          // Pass 2: dq^T ([d, 16]) and the bias's sums ([16, columns]).
+          Split dsT = splitBuffers(b, l, kTile, kTile);
+          SmallVector<Value> secondInit{zeroBuffer(b, l, d, kTile), dsT.hi,
+                                        dsT.lo};
+          if (biasColumns)
+            secondInit.push_back(threadLoop(
+                b, l, kTile, ValueRange{blockBuffer(b, l, kTile, biasColumns)},
+                [&](OpBuilder &tb, Location tl, ValueRange t, ValueRange bufs) {
+                  return buildLoop(tb, tl, indexConst(tb, tl, 0),
+                                   indexConst(tb, tl, biasColumns), bufs,
+                                   [&](OpBuilder &cb, Location cl, ValueRange c,
+                                       ValueRange acc) {
+                                     return SmallVector<Value>{
+                                         insertAt(cb, cl, zeroOf(cb, cl, f32),
+                                                  acc[0], {t[0], c[0]})};
+                                   });
+                })[0]);
+          size_t bufsAt = secondInit.size();
+          llvm::append_range(secondInit, ArrayRef<Value>(first).drop_front(3));
+          SmallVector<Value> second = buildLoop(
+              b, l, indexConst(b, l, 0), span.tiles, secondInit,
+              [&](OpBuilder &jb, Location jl, ValueRange j, ValueRange it) {
+                Value r0 = tileStart(jb, jl, j[0]);
+                SmallVector<Value> tileOut =
+                    keyTile(jb, jl, r0, it.drop_front(bufsAt));
+                Value s = tileOut[4], dp = tileOut[5];
+                SmallVector<Value> rowInit{it[1], it[2]};
+                if (biasColumns)
+                  rowInit.push_back(it[3]);
+                SmallVector<Value> rows = threadLoop(
+                    jb, jl, kTile, rowInit,
+                    [&](OpBuilder &tb, Location tl, ValueRange t,
+                        ValueRange bufs) {
+                      auto logits = rowLogits(tb, tl, t[0], r0, s);
+                      Value m = extractAt(tb, tl, stats[0], {t[0]});
+                      Value invL = extractAt(tb, tl, stats[1], {t[0]});
+                      Value dSum = extractAt(tb, tl, stats[2], {t[0]});
+                      auto [p, inside] = position(tb, tl, t[0]);
+                      (void)inside;
+                      SmallVector<Value> out(bufs);
+                      for (int64_t e = 0; e < kTile; ++e) {
+                        Value eIdx = indexConst(tb, tl, e);
+                        auto [x, visible] = logits[e];
+                        Value prob = arith::MulFOp::create(
+                            tb, tl,
+                            math::ExpOp::create(
+                                tb, tl, arith::SubFOp::create(tb, tl, x, m)),
+                            invL);
+                        Value dsLogit = arith::SelectOp::create(
+                            tb, tl, visible,
+                            arith::MulFOp::create(
+                                tb, tl, prob,
+                                arith::SubFOp::create(
+                                    tb, tl, extractAt(tb, tl, dp, {t[0], eIdx}),
+                                    dSum)),
+                            zeroOf(tb, tl, f32));
+                        auto [hi, lo] = splitTf32(
+                            tb, tl,
+                            arith::MulFOp::create(tb, tl, w.scale, dsLogit));
+                        out[0] = insertAt(tb, tl, hi, out[0], {eIdx, t[0]});
+                        out[1] = insertAt(tb, tl, lo, out[1], {eIdx, t[0]});
+                        if (!biasColumns)
+                          continue;
+                        // delta = p - (r - C), 0 at least (dS is 0 for the
+                        // keys it does not see).
+                        auto [rc, r, real] =
+                            band.keyRow(tb, tl, r0, eIdx, span.to);
+                        (void)rc;
+                        (void)real;
+                        Value self =
+                            arith::AddIOp::create(tb, tl, p, w.cacheLen);
+                        Value delta = arith::SubIOp::create(
+                            tb, tl, self,
+                            arith::MinSIOp::create(tb, tl, r, self));
+                        Value column = indexConst(tb, tl, 0);
+                        Value term = dsLogit;
+                        if (biasKind == BiasKind::T5)
+                          column = buildT5Bucket(tb, tl, delta, buckets,
+                                                 maxDistance);
+                        else // d(-slope delta) / d slope = -delta.
+                          term = arith::MulFOp::create(
+                              tb, tl, dsLogit,
+                              arith::NegFOp::create(
+                                  tb, tl, indexToFloat(tb, tl, delta, f32)));
+                        out[2] = insertAt(
+                            tb, tl,
+                            arith::AddFOp::create(
+                                tb, tl,
+                                extractAt(tb, tl, out[2], {t[0], column}),
+                                term),
+                            out[2], {t[0], column});
+                      }
+                      return out;
+                    });
+                Value dqT = accumulate(jb, jl, {tileOut[0], tileOut[1]},
+                                       {rows[0], rows[1]}, d, kTile, it[0]);
+                SmallVector<Value> next{dqT, rows[0], rows[1]};
+                if (biasColumns)
+                  next.push_back(rows[2]);
+                llvm::append_range(next, tileOut);
+                return next;
+              });
+          // dq, the statistics and the bias's partial written out for the
+          // tile's positions in the sequence.
+          SmallVector<Value> out{storeRows(
+              b, l, args[0], idx, kTile, d,
+              [&](OpBuilder &eb, Location el, Value t) {
+                return position(eb, el, t);
+              },
+              [&](OpBuilder &eb, Location el, Value t, Value c) -> Value {
+                return extractAt(eb, el, second[0], {c, t});
+              })};
+          SmallVector<Value> rowsOut = threadLoop(
+              b, l, kTile, args.drop_front(),
+              [&](OpBuilder &tb, Location tl, ValueRange t, ValueRange outs) {
+                auto [p, inside] = position(tb, tl, t[0]);
+                auto branch = scf::IfOp::create(tb, tl, outs.getTypes(), inside,
+                                                /*withElseRegion=*/true);
+                OpBuilder thenB = OpBuilder::atBlockEnd(branch.thenBlock());
+                SmallVector<Value> pos = concatIndices(idx, ValueRange{p});
+                SmallVector<Value> written;
+                for (int64_t n = 0; n < 3; ++n)
+                  written.push_back(insertAt(
+                      thenB, tl, extractAt(thenB, tl, stats[n], {t[0]}),
+                      outs[n], pos));
+                if (biasKind == BiasKind::Alibi)
+                  written.push_back(
+                      insertAt(thenB, tl,
+                               extractAt(thenB, tl, second[3],
+                                         {t[0], indexConst(thenB, tl, 0)}),
+                               outs[3], pos));
+                else if (biasKind == BiasKind::T5)
+                  written.push_back(buildLoop(
+                      thenB, tl, indexConst(thenB, tl, 0),
+                      indexConst(thenB, tl, buckets), ValueRange{outs[3]},
+                      [&](OpBuilder &cb, Location cl, ValueRange c,
+                          ValueRange acc) {
+                        return SmallVector<Value>{insertAt(
+                            cb, cl, extractAt(cb, cl, second[3], {t[0], c[0]}),
+                            acc[0], concatIndices(pos, ValueRange{c[0]}))};
+                      })[0]);
+                scf::YieldOp::create(thenB, tl, written);
+                OpBuilder elseB = OpBuilder::atBlockEnd(branch.elseBlock());
+                scf::YieldOp::create(elseB, tl, outs);
+                return SmallVector<Value>(branch.getResults());
+              });
+          llvm::append_range(out, rowsOut);
+          return out;
+        });
+    perQuery.front().getDefiningOp()->setAttr(kGpuBlockAttrName,
+                                              rewriter.getUnitAttr());
+
+    // 2. A block per (leading index, tile of 16 key rows): dk and dv.
+    Value keyTiles = arith::CeilDivUIOp::create(rewriter, loc, w.keyRows, tile);
+    auto emptyOf = [&](Value like) -> Value {
+      return emptyLike(rewriter, loc, cast<RankedTensorType>(like.getType()),
+                       dimSizes(rewriter, loc, like));
+    };
+    SmallVector<Value> keyInit{emptyOf(op.getK()), emptyOf(op.getV())};
+    if (op.getKCache())
+      llvm::append_values(keyInit, emptyOf(op.getKCache()),
+                          emptyOf(op.getVCache()));
+    SmallVector<Value> perKey = buildNest(
+        rewriter, loc, ValueRange{blockCount(rewriter, loc, lead, keyTiles)},
+        keyInit, [&](OpBuilder &b, Location l, ValueRange f, ValueRange args) {
+          std::pair<SmallVector<Value>, Value> at =
+              blockAt(b, l, f[0], lead, keyTiles);
+          SmallVector<Value> idx = at.first;
+          Value r0 = arith::MulIOp::create(b, l, at.second, tile);
+          auto keyAt = [&](OpBuilder &eb, Location el, Value s) {
+            auto [r, unclamped, inside] = band.keyRow(eb, el, r0, s, w.keyRows);
+            (void)unclamped;
+            return std::make_pair(r, inside);
+          };
+          Split kt = loadRows(b, l, splitBuffers(b, l, d, kTile), d, w.keys,
+                              idx, keyAt, /*transposed=*/true);
+          Split vt = loadRows(b, l, splitBuffers(b, l, dv, kTile), dv, w.values,
+                              idx, keyAt, /*transposed=*/true);
+          auto span = band.querySpan(b, l, r0);
+          Split qs = splitBuffers(b, l, kTile, d);
+          Split dys = splitBuffers(b, l, kTile, dv);
+          Split pT = splitBuffers(b, l, kTile, kTile);
+          Split dsT = splitBuffers(b, l, kTile, kTile);
+          auto rowType = RankedTensorType::get({kTile}, f32);
+          SmallVector<Value> init{zeroBuffer(b, l, kTile, d),
+                                  zeroBuffer(b, l, kTile, dv),
+                                  qs.hi,
+                                  qs.lo,
+                                  dys.hi,
+                                  dys.lo,
+                                  blockBuffer(b, l, kTile, kTile),
+                                  blockBuffer(b, l, kTile, kTile),
+                                  pT.hi,
+                                  pT.lo,
+                                  dsT.hi,
+                                  dsT.lo,
+                                  privateScratch(b, l, rowType, {}),
+                                  privateScratch(b, l, rowType, {}),
+                                  privateScratch(b, l, rowType, {})};
+          SmallVector<Value> sums = buildLoop(
+              b, l, indexConst(b, l, 0), span.tiles, init,
+              [&](OpBuilder &jb, Location jl, ValueRange j, ValueRange it) {
+                Value p0 = arith::AddIOp::create(
+                    jb, jl, span.from,
+                    arith::MulIOp::create(jb, jl, j[0], tile));
+                // Query row t: its position (clamped) and whether it sees
+                // any of the keys.
+                auto position = [&](OpBuilder &pb, Location pl, Value t) {
+                  Value p = arith::AddIOp::create(pb, pl, p0, t);
+                  Value inside = arith::CmpIOp::create(
+                      pb, pl, arith::CmpIPredicate::slt, p, span.to);
+                  Value last = arith::SubIOp::create(pb, pl, w.steps,
+                                                     indexConst(pb, pl, 1));
+                  return std::make_pair(
+                      arith::MinSIOp::create(pb, pl, p, last).getResult(),
+                      inside);
+                };
+                Split q = loadRows(jb, jl, {it[2], it[3]}, d, op.getQ(), idx,
+                                   position);
+                Split dy = loadRows(jb, jl, {it[4], it[5]}, dv, op.getDy(), idx,
+                                    position);
+                SmallVector<Value> rowStats = threadLoop(
+                    jb, jl, kTile, it.take_back(3),
+                    [&](OpBuilder &tb, Location tl, ValueRange t,
+                        ValueRange bufs) {
+                      SmallVector<Value> pos = concatIndices(
+                          idx, ValueRange{position(tb, tl, t[0]).first});
+                      SmallVector<Value> out;
+                      for (int64_t n = 0; n < 3; ++n)
+                        out.push_back(insertAt(
+                            tb, tl, extractAt(tb, tl, perQuery[1 + n], pos),
+                            bufs[n], {t[0]}));
+                      return out;
+                    });
+                Value s = squareProduct(jb, jl, q, kt, d, it[6]);
+                Value dp = squareProduct(jb, jl, dy, vt, dv, it[7]);
+                // An element a thread: P and scale dS, transposed.
+                SmallVector<Value> pairs = threadLoop(
+                    jb, jl, kWarp, ValueRange{it[8], it[9], it[10], it[11]},
+                    [&](OpBuilder &tb, Location tl, ValueRange tid,
+                        ValueRange bufs) {
+                      return overElements(
+                          tb, tl, tid[0], kTile, kTile, bufs,
+                          [&](OpBuilder &eb, Location el, Value t, Value e,
+                              ValueRange acc) {
+                            auto [p, inside] = position(eb, el, t);
+                            auto [begin, end] = band.keyRange(eb, el, p);
+                            auto [rc, r, real] =
+                                band.keyRow(eb, el, r0, e, w.keyRows);
+                            (void)rc;
+                            auto [x, visible] = band.logit(
+                                eb, el, idx, p, begin, end, r,
+                                arith::AndIOp::create(eb, el, real, inside),
+                                extractAt(eb, el, s, {t, e}));
+                            Value prob = arith::MulFOp::create(
+                                eb, el,
+                                math::ExpOp::create(
+                                    eb, el,
+                                    arith::SubFOp::create(
+                                        eb, el, x,
+                                        extractAt(eb, el, rowStats[0], {t}))),
+                                extractAt(eb, el, rowStats[1], {t}));
+                            Value dsLogit = arith::SelectOp::create(
+                                eb, el, visible,
+                                arith::MulFOp::create(
+                                    eb, el, prob,
+                                    arith::SubFOp::create(
+                                        eb, el, extractAt(eb, el, dp, {t, e}),
+                                        extractAt(eb, el, rowStats[2], {t}))),
+                                zeroOf(eb, el, f32));
+                            auto [pHi, pLo] = splitTf32(eb, el, prob);
+                            auto [dHi, dLo] =
+                                splitTf32(eb, el,
+                                          arith::MulFOp::create(eb, el, w.scale,
+                                                                dsLogit));
+                            return SmallVector<Value>{
+                                insertAt(eb, el, pHi, acc[0], {e, t}),
+                                insertAt(eb, el, pLo, acc[1], {e, t}),
+                                insertAt(eb, el, dHi, acc[2], {e, t}),
+                                insertAt(eb, el, dLo, acc[3], {e, t})};
+                          });
+                    });
+                Value dvAcc = accumulate(jb, jl, {pairs[0], pairs[1]}, dy,
+                                         kTile, dv, it[1]);
+                Value dkAcc = accumulate(jb, jl, {pairs[2], pairs[3]}, q, kTile,
+                                         d, it[0]);
+                SmallVector<Value> next{dkAcc, dvAcc, q.hi, q.lo,
+                                        dy.hi, dy.lo, s,    dp};
+                llvm::append_range(next, pairs);
+                llvm::append_range(next, rowStats);
+                return next;
+              });
+          // The tile's key rows written out: the cache's, then the
+          // sequence's.
+          SmallVector<Value> out;
+          for (int64_t n = 0; n < 2; ++n) {
+            int64_t width = n == 0 ? d : dv;
+            Value acc = sums[n];
+            auto value = [&](OpBuilder &eb, Location el, Value s,
+                             Value c) -> Value {
+              return extractAt(eb, el, acc, {s, c});
+            };
+            if (!op.getKCache()) {
+              out.push_back(storeRows(
+                  b, l, args[n], idx, kTile, width,
+                  [&](OpBuilder &eb, Location el, Value s) {
+                    return rowIn(eb, el, r0, s, w.steps);
+                  },
+                  value));
+              continue;
+            }
+            out.push_back(storeRows(
+                b, l, args[n], idx, kTile, width,
+                [&](OpBuilder &eb, Location el, Value s) {
+                  Value r = arith::AddIOp::create(eb, el, r0, s);
+                  Value pos = arith::SubIOp::create(eb, el, r, w.cacheLen);
+                  Value inSequence = arith::AndIOp::create(
+                      eb, el,
+                      arith::CmpIOp::create(eb, el, arith::CmpIPredicate::sge,
+                                            r, w.cacheLen),
+                      arith::CmpIOp::create(eb, el, arith::CmpIPredicate::slt,
+                                            r, w.keyRows));
+                  return std::make_pair(pos, inSequence);
+                },
+                value));
+            out.push_back(storeRows(
+                b, l, args[2 + n], idx, kTile, width,
+                [&](OpBuilder &eb, Location el, Value s) {
+                  return rowIn(eb, el, r0, s, w.cacheLen);
+                },
+                value));
+          }
+          if (op.getKCache())
+            return SmallVector<Value>{out[0], out[2], out[1], out[3]};
+          return out;
+        });
+    perKey.front().getDefiningOp()->setAttr(kGpuBlockAttrName,
+                                            rewriter.getUnitAttr());
+
+    SmallVector<Value> results{perQuery[0], perKey[0], perKey[1]};
+    if (biasKind != BiasKind::None)
+      results.push_back(WindowAttentionGradOnePassToLoops::reduceBiasGrad(
+          rewriter, loc, op, perQuery[4], partialSizes, querySizes.size() - 1));
+    if (op.getKCache())
+      llvm::append_values(results, perKey[2], perKey[3]);
+    rewriter.replaceOp(op, results);
+    return success();
   }
 };
 
@@ -2662,7 +3403,8 @@ void mlir::recur::loops::populateAttentionPatterns(RewritePatternSet &patterns,
                                                    bool attentionProducts,
                                                    bool windowWarpTiles) {
   if (windowWarpTiles && !windowTiles)
-    patterns.add<WindowAttentionWarpTilesToLoops>(patterns.getContext());
+    patterns.add<WindowAttentionWarpTilesToLoops,
+                 WindowAttentionGradWarpTilesToLoops>(patterns.getContext());
   if (windowTiles) {
     patterns.add<WindowAttentionTiledToLoops>(patterns.getContext());
   } else {
