@@ -236,8 +236,13 @@ def ConvertRecurToLoops : Pass<"convert-recur-to-loops"> {
            "16-row tiles of its queries' key ranges, S = Q K^T and O += P V "
            "by vector.contract of 16 x 8 by 8 x 16 tiles of f32 operands "
            "split into two tf32 halves, the online softmax a thread a query "
-           "row in between (the CUDA pipeline's tensor-core form, recurc's "
-           "--cuda-window-warp-tiles; the same loops run on the CPU)">,
+           "row in between; and a window_attention_grad of such channels, "
+           "where both of its launches' block buffers fit (d = dv = 64 do), "
+           "a block per tile of 16 queries (the softmax's statistics, then "
+           "dq^T += K^T dS^T) and a block per tile of 16 key rows (dv += P^T "
+           "dY, dk += dS^T Q) (the CUDA pipeline's tensor-core form, "
+           "recurc's --cuda-window-warp-tiles; the same loops run on the "
+           "CPU)">,
     Option<"scanWarpsEmulated", "scan-warps-emulated", "bool",
            /*default=*/"false",
            "scan-warps' form with a warp's 32 lanes side by side in each "
